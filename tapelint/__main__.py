@@ -1,0 +1,5 @@
+import sys
+
+from tapelint.cli import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+"""Lint one source text: parse, analyse, let each enabled rule report.
+
+This is the one entry point every front end uses (CLI, language server,
+`confirm`). It never raises on bad input: a syntax error becomes TL900, and
+anything else the file does to the analysis becomes a `FileError`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tapelint.analysis.provenance import analyze_module
+from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range, Semantics
+from tapelint.rules import ALL_RULES
+from tapelint.rules.base import ReportContext
+from tapelint.rules.tl900_parse_error import ParseError
+from tapelint.settings import Settings
+
+
+def lint_source(source: str, path: str, settings: Settings) -> FileResult:
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        if not settings.enabled(ParseError.code):
+            return FileResult(path)
+        return FileResult(path, diagnostics=(ParseError.from_syntax_error(exc, path),))
+    except RecursionError:
+        return FileResult(path, errors=(FileError(path, "too deeply nested for the parser"),))
+    try:
+        diagnostics = _check(module, source, path, settings)
+    except RecursionError:
+        return FileResult(path, errors=(FileError(path, "too deeply nested to analyse"),))
+    return FileResult(path, diagnostics=diagnostics)
+
+
+def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:
+    hazards = analyze_module(module, settings)
+    if not hazards:
+        return ()
+    positions: dict[cst.CSTNode, object] = {}
+
+    def range_of(node: cst.CSTNode) -> Range:
+        # Positions cost a full code generation pass, so they are computed
+        # only for files that have something to report, and only once.
+        if not positions:
+            positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+        code_range = positions[node]
+        return Range.of(
+            code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
+        )
+
+    ctx = ReportContext(path=path, source=source, range_of=range_of)
+    found: dict[tuple, Diagnostic] = {}
+    for rule_class in ALL_RULES:
+        if not settings.enabled(rule_class.code):
+            continue
+        for diagnostic in rule_class().check(hazards, ctx):
+            if settings.semantics is Semantics.TORCH and Semantics.TORCH not in diagnostic.fails_under:
+                if rule_class.severity.value == "error":
+                    continue
+            found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
+    return tuple(sorted(found.values(), key=lambda d: d.sort_key))

@@ -1,0 +1,192 @@
+"""Which operations save tensors for backward (PyTorch 2.13, measured).
+
+Source: `shared/reference/torch/torch-saved-ops.json` (202 op cases). Under
+torch semantics a second walk through a node fails iff the node saved a
+tensor, so this table decides `fails_under`. `tests/test_ops_table.py` checks
+every entry against that file, and against real PyTorch when it is installed.
+
+Names are the last component of the call (`x.exp()`, `torch.exp(x)` and
+`F.exp(x)` are all `exp`); modules are their class names (`nn.Linear`).
+A name in none of these tables is *unknown*: the analysis assumes it saves
+tensors and says so in the message.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Saves(str, Enum):
+    NOTHING = "nothing"
+    TENSORS = "tensors"
+    UNKNOWN = "unknown"
+
+
+# Binary operators (libcst operator class names mapped to their symbols in the analysis).
+OPERATORS: dict[str, Saves] = {
+    "+": Saves.NOTHING,
+    "-": Saves.NOTHING,
+    "*": Saves.TENSORS,  # a Python scalar is saved as a 0-dim tensor
+    "/": Saves.TENSORS,
+    "//": Saves.TENSORS,
+    "%": Saves.TENSORS,
+    "**": Saves.TENSORS,
+    "@": Saves.TENSORS,
+}
+
+# Unary operators on a tensor.
+UNARY_OPERATORS: dict[str, Saves] = {"-": Saves.NOTHING, "+": Saves.NOTHING}
+
+# Functions and methods whose result is a tracked tensor when an input is.
+FUNCTIONS: dict[str, Saves] = {
+    **dict.fromkeys(
+        (
+            # arithmetic that saves only non-tensor values
+            "add", "sub", "subtract", "rsub", "neg", "negative", "sign",
+            # reductions that need neither values nor indices
+            "sum", "mean", "nansum", "cumsum",
+            # views and shape ops
+            "reshape", "view", "view_as", "reshape_as", "transpose", "permute", "t",
+            "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
+            "repeat", "flip", "fliplr", "flipud", "roll", "narrow", "movedim",
+            "moveaxis", "swapaxes", "swapdims", "select", "pad",
+            # combine and split
+            "cat", "concat", "concatenate", "stack", "hstack", "vstack", "split",
+            "chunk", "unbind", "tensor_split",
+            # copies and casts
+            "clone", "contiguous", "to", "float", "double", "half", "bfloat16",
+            "type_as", "cpu", "cuda",
+            # zero-gradient rounding
+            "floor", "ceil", "round", "trunc",
+        ),
+        Saves.NOTHING,
+    ),
+    **dict.fromkeys(
+        (
+            "mul", "multiply", "div", "divide", "true_divide", "pow", "square",
+            "float_power", "fmod", "remainder",
+            "maximum", "minimum", "fmax", "fmin", "where", "masked_fill", "lerp",
+            "addcmul", "addcdiv",
+            "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+            "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
+            "atan2", "sinh", "cosh", "tanh", "sigmoid", "logsigmoid", "relu", "relu6",
+            "relu_", "leaky_relu", "gelu", "silu", "mish", "softplus", "elu", "selu",
+            "celu", "hardtanh", "hardswish", "hardsigmoid", "clamp", "clip",
+            "clamp_min", "clamp_max", "erf", "erfc", "erfinv", "lgamma", "digamma",
+            "var", "std", "var_mean", "std_mean", "norm", "vector_norm",
+            "matrix_norm", "dist", "max", "min", "amax", "amin", "logsumexp", "prod",
+            "softmax", "log_softmax", "softmin", "cumprod", "cummax", "cummin",
+            "sort", "topk", "kthvalue", "median", "quantile",
+            "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "einsum",
+            "addmm", "baddbmm", "tensordot", "kron", "linear", "bilinear",
+            "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+            "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
+            "local_response_norm", "normalize", "dropout", "dropout1d", "dropout2d",
+            "alpha_dropout", "embedding", "embedding_bag",
+            "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+            "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+            "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
+            "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+            "ctc_loss", "hinge_embedding_loss", "soft_margin_loss",
+            "index_select", "gather", "take", "take_along_dim", "masked_select",
+            "scatter", "scatter_add", "index_add", "index_copy", "index_put",
+            "cosine_similarity", "pairwise_distance", "cdist",
+            "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
+            "avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+            "interpolate", "upsample", "grid_sample", "affine_grid", "unfold", "fold",
+            "scaled_dot_product_attention", "multi_head_attention_forward",
+            "glu", "logit", "xlogy", "sinc", "hypot", "frac",
+        ),
+        Saves.TENSORS,
+    ),
+}
+
+# Calls whose result carries no graph: the ancestry is cut (sanitizers) or the
+# result is not a tensor at all.
+UNTRACKING: frozenset[str] = frozenset(
+    (
+        "detach", "detach_", "item", "tolist", "numpy", "argmax", "argmin",
+        "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf",
+        "isfinite", "nonzero", "size", "dim", "numel", "ndimension", "nelement",
+        "data_ptr", "element_size", "is_contiguous", "equal", "allclose",
+        "isclose", "any", "all", "count_nonzero", "bincount", "histc", "unique",
+        "long", "int", "bool", "byte", "short",
+        "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+        "randn_like", "randint_like", "new_zeros", "new_ones", "new_empty",
+        "new_full", "new_tensor",
+    )
+)
+
+# Attributes of a tensor whose value carries no graph.
+UNTRACKING_ATTRIBUTES: frozenset[str] = frozenset(
+    ("data", "shape", "dtype", "device", "grad", "is_leaf", "requires_grad", "ndim", "grad_fn")
+)
+
+# Builtins whose result is a Python number or string, never a tracked tensor.
+UNTRACKING_BUILTINS: frozenset[str] = frozenset(
+    ("float", "int", "bool", "str", "repr", "len", "round", "format", "isinstance", "id", "hash")
+)
+
+# `torch.nn` module classes: does calling an instance save tensors? Modules with
+# parameters produce tracked outputs even from untracked inputs.
+MODULES: dict[str, Saves] = {
+    **dict.fromkeys(
+        (
+            "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d",
+            "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv2d",
+            "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
+            "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
+            "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+            "MultiheadAttention", "Transformer", "TransformerEncoder",
+            "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+            "PReLU", "Sequential", "ModuleList", "ModuleDict",
+            "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU",
+            "CELU", "Softplus", "Tanh", "Sigmoid", "Hardtanh", "Hardswish",
+            "Hardsigmoid", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin",
+            "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+            "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
+            "AvgPool3d", "AdaptiveMaxPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+            "Upsample", "CosineSimilarity", "PairwiseDistance",
+            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss",
+            "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
+            "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
+            "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "HingeEmbeddingLoss",
+            "SoftMarginLoss",
+        ),
+        Saves.TENSORS,
+    ),
+    **dict.fromkeys(("Identity", "Flatten", "Unflatten", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d"), Saves.NOTHING),
+}
+
+# Module classes that own parameters: their output is tracked whatever the input.
+PARAMETRIC_MODULES: frozenset[str] = frozenset(
+    (
+        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d",
+        "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv2d",
+        "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
+        "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
+        "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "Transformer",
+        "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "PReLU", "Sequential", "ModuleList", "ModuleDict",
+    )
+)
+
+# Recurrent modules return `(output, hidden)`: the hidden state is what gets carried.
+RECURRENT_MODULES: frozenset[str] = frozenset(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"))
+
+
+def function_saves(name: str) -> Saves:
+    """What a call named `name` (last dotted component) saves; an in-place
+    variant (`mul_`) saves what its out-of-place twin does."""
+    if name not in FUNCTIONS and name.endswith("_"):
+        name = name[:-1]
+    return FUNCTIONS.get(name, Saves.UNKNOWN)
+
+
+def operator_saves(symbol: str) -> Saves:
+    return OPERATORS.get(symbol, Saves.UNKNOWN)
+
+
+def module_saves(class_name: str) -> Saves:
+    return MODULES.get(class_name, Saves.UNKNOWN)

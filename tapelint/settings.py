@@ -1,0 +1,25 @@
+"""What a lint run is asked to do, independent of where the request came from
+(command line, `pyproject.toml`, the language server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tapelint.diagnostics import Semantics
+
+
+@dataclass(frozen=True)
+class Settings:
+    semantics: Semantics = Semantics.TORCH
+    # Rule codes to report; None means every rule.
+    select: frozenset[str] | None = None
+    ignore: frozenset[str] = frozenset()
+    # Extra dotted call names (`trainer.backward`) that run a backward on
+    # their first argument, and extra calls whose result is tracked.
+    backward_functions: tuple[str, ...] = ()
+    tracked_functions: tuple[str, ...] = ()
+
+    def enabled(self, code: str) -> bool:
+        if code in self.ignore:
+            return False
+        return self.select is None or code in self.select
