@@ -50,14 +50,13 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
             code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
         )
 
-    ctx = ReportContext(path=path, source=source, range_of=range_of)
+    ctx = ReportContext(path=path, module=module, range_of=range_of)
     found: dict[tuple, Diagnostic] = {}
     for rule_class in ALL_RULES:
         if not settings.enabled(rule_class.code):
             continue
         for diagnostic in rule_class().check(hazards, ctx):
-            if settings.semantics is Semantics.TORCH and Semantics.TORCH not in diagnostic.fails_under:
-                if rule_class.severity.value == "error":
-                    continue
+            if settings.semantics not in diagnostic.fails_under:
+                continue  # e.g. a reuse that only a strict tape rejects, under --semantics torch
             found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
     return tuple(sorted(found.values(), key=lambda d: d.sort_key))

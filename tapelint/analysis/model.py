@@ -1,18 +1,18 @@
 """The abstract graph of `analysis.md`: nodes, backward events, hazards.
 
 An abstract node stands for the tensors created at one expression (its site)
-in one loop context. Edges point from a node to its parents. A *carried* edge
-(`AbstractNode.carried_over`) is the back edge of a loop: the node it leads to
-is the same site's tensor from the previous iteration. Counting carried edges
-on a walk tells apart "this iteration's node" from "an earlier iteration's
-node" — the whole difference between a fresh graph and a reused one.
+in one loop context. Edges point from a node to its parents. A `Carried`
+stand-in is the back edge of a loop: it leads to the same site's tensor from
+the previous iteration. Walking through one tells apart "this iteration's
+node" from "an earlier iteration's node" — the whole difference between a
+fresh graph and a reused one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
@@ -59,19 +59,93 @@ class AbstractNode:
     leaf: bool
     saves: Saves
     op: str  # what created it, for messages: "exp", "self.encoder(...)", "*"
-    parents: list["AbstractNode"] = field(default_factory=list)
+    parents: list["GraphValue"] = field(default_factory=list)
     name: Optional[str] = None  # the first name bound to it, for messages
-    # Set on the stand-in for "this site's tensor from the previous iteration of `carried_over`".
-    carried_over: Optional[Loop] = None
-    origin: Optional["AbstractNode"] = None  # the node a carried stand-in stands for
-
-    @property
-    def real(self) -> "AbstractNode":
-        return self.origin if self.origin is not None else self
+    accumulator: bool = False  # created by `total += x` in a loop (TL003)
 
     def __repr__(self) -> str:  # debugging aid for tests
-        flag = f" carried<{self.carried_over.label}>" if self.carried_over else ""
-        return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}{flag}>"
+        return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"
+
+
+@dataclass(eq=False)
+class Carried:
+    """Stand-in for `node` as it was in the previous iteration of `loop`: the
+    back edge of the loop. Walking through it means "an earlier iteration"."""
+
+    node: AbstractNode
+    loop: Loop
+    name: Optional[str] = None  # the binding that carries it, for messages
+
+    @property
+    def tracked(self) -> Tracked:
+        return self.node.tracked
+
+    def __repr__(self) -> str:
+        return f"<carried {self.node!r} over {self.loop.label}>"
+
+
+GraphValue = Union[AbstractNode, Carried]
+
+# A value whose provenance is unknown (a function parameter, an unresolved
+# name): possibly a tensor, possibly tracked. A leaf, so never itself reported.
+OPAQUE = AbstractNode(
+    site=cst.Name("opaque"), loops=(), tracked=Tracked.UNKNOWN, leaf=True, saves=Saves.UNKNOWN, op="<opaque>"
+)
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """An `nn.Module` instance: calling it records graph nodes."""
+
+    class_name: str
+    parametric: bool  # owns trainable parameters: output tracked whatever the input
+    saves: Saves
+    recurrent: bool = False
+    frozen: bool = False  # `requires_grad_(False)` / parameters switched off
+    user_class: Optional[cst.ClassDef] = None
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    node: cst.FunctionDef
+    owner: Optional[cst.ClassDef] = None  # the class, for methods
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    node: cst.ClassDef
+    is_module: bool
+    parametric: bool
+
+
+@dataclass(eq=False)
+class ListRef:
+    """A list or dict object created at `site`; its elements live in the
+    environment under `ListRef.key`, so appends are visible to every alias."""
+
+    site: cst.CSTNode
+    loops: tuple[Loop, ...]
+
+    @property
+    def key(self) -> str:
+        return f"<list@{id(self)}>"
+
+
+@dataclass(frozen=True)
+class TupleVal:
+    items: tuple[frozenset, ...]
+
+
+class SelfRef:
+    """The `self` of the method being analysed."""
+
+    def __repr__(self) -> str:
+        return "<self>"
+
+
+SELF = SelfRef()
+
+Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef]
 
 
 @dataclass(eq=False)

@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 from tapelint.rules.base import Rule
+from tapelint.rules.tl001_hoisted_tracked_tensor import HoistedTrackedTensor
+from tapelint.rules.tl002_shared_ancestor_backward import SharedAncestorBackward
+from tapelint.rules.tl003_tracked_accumulation import TrackedAccumulation
+from tapelint.rules.tl004_repeated_backward import RepeatedBackward
+from tapelint.rules.tl005_carried_tracked_state import CarriedTrackedState
+from tapelint.rules.tl006_retain_graph_to_combine import RetainGraphToCombine
 from tapelint.rules.tl900_parse_error import ParseError
 
-ALL_RULES: tuple[type[Rule], ...] = (ParseError,)
+ALL_RULES: tuple[type[Rule], ...] = (
+    HoistedTrackedTensor,
+    SharedAncestorBackward,
+    TrackedAccumulation,
+    RepeatedBackward,
+    CarriedTrackedState,
+    RetainGraphToCombine,
+    ParseError,
+)
 
 BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 BY_NAME: dict[str, type[Rule]] = {rule.name: rule for rule in ALL_RULES}

@@ -1,0 +1,189 @@
+"""TL003's part of the mechanism: a loop-carried binding whose new node joins
+the previous iteration's node with a fresh tracked one (`total += loss`,
+`history.append(loss)`), so every iteration's graph stays reachable.
+
+The walker records every candidate while it runs (`Accumulation`); once the
+whole module is analysed, `accumulation_hazards` keeps those that outlive the
+iteration, add a fresh tracked value, and sit in a loop over *steps*: its body
+runs a backward, or the total is only reported after the loop (an evaluation
+loop outside `no_grad`). A total that is backwarded once after the loop is
+gradient accumulation done right and is never reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import libcst as cst
+
+from tapelint.analysis import hazards
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.model import AbstractNode, Carried, Hazard, HazardKind, ListRef, Loop
+
+if TYPE_CHECKING:
+    from tapelint.analysis.provenance import ModuleAnalysis
+
+_REPORT_CALLS = frozenset(
+    (
+        "print", "log", "info", "debug", "warning", "warn", "error", "add_scalar", "add_scalars",
+        "log_metrics", "log_dict", "set_postfix", "set_description", "write", "format", "float", "int",
+        "str", "round", "pprint", "echo", "secho",
+    )
+)
+_REPORT_ATTRIBUTES = frozenset(("item", "tolist", "numpy", "detach", "cpu"))
+_LOSS_OPS = frozenset(("sum", "mean", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+                       "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"))
+_LOSS_WORDS = ("loss", "criterion", "acc", "metric", "err", "cost", "nll", "score")
+
+
+@dataclass
+class Accumulation:
+    statement: cst.CSTNode  # the AugAssign / Assign / `.append(...)` call
+    target: cst.BaseExpression
+    loop: Loop
+    loops: tuple[Loop, ...]
+    node: Optional[AbstractNode]  # the running total (scalar accumulation)
+    lists: list[ListRef]
+    added: list = field(default_factory=list)  # graph values added each iteration
+    no_grad: bool = False
+
+
+def accumulation_hazards(analysis: "ModuleAnalysis") -> list[Hazard]:
+    found: dict[int, Hazard] = {}
+    for acc in analysis.accumulations.values():
+        if id(acc.statement) in found or acc.no_grad:
+            continue
+        fresh = [v for v in acc.added if isinstance(v, AbstractNode) and acc.loop in v.loops
+                 and analysis.is_tracked(v)]
+        if not fresh or not _outlives(acc):
+            continue
+        if _backwarded_after(analysis, acc):
+            continue
+        with_backward = acc.loop in analysis.loops_with_backward
+        if not with_backward:
+            if not any(_loss_like(v) for v in fresh):
+                continue
+            if not _only_reported_after(analysis, acc):
+                continue
+        value = fresh[0]
+        found[id(acc.statement)] = Hazard(
+            kind=HazardKind.ACCUMULATION,
+            value=analysis.display_name(value),
+            definition=value.site,
+            fails_under_torch=True,
+            saves_assumed=False,
+            loop=acc.loop,
+            accumulator=acc.statement,
+            accumulator_target=acc.target,
+            retention_with_backward=with_backward,
+        )
+    return list(found.values())
+
+
+def _outlives(acc: Accumulation) -> bool:
+    """Does the total survive from one iteration to the next?"""
+    if acc.lists:
+        return any(acc.loop not in lst.loops for lst in acc.lists)
+    if acc.node is None:
+        return False
+    if hazards.feeds_itself(acc.node, acc.loop):
+        return True
+    key = dotted_name(acc.target) or ""
+    return key.startswith("self.")
+
+
+def _backwarded_after(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
+    """Is the total walked by a backward outside the accumulating loop (one
+    backward of the summed loss: gradient accumulation, not a hazard)?"""
+    accumulated = {id(acc.node)} if acc.node is not None else {id(v) for v in acc.added}
+    for event in analysis.events.values():
+        if acc.loop in event.loops:
+            continue
+        for (node, _), _children in hazards.walk(event.roots):
+            if id(node) in accumulated:
+                return True
+    return False
+
+
+def _loss_like(node: AbstractNode) -> bool:
+    if node.op in _LOSS_OPS:
+        return True
+    text = f"{node.op} {node.name or ''}".lower()
+    return any(word in text for word in _LOSS_WORDS)
+
+
+def _only_reported_after(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
+    """After the loop, is the total only printed, logged, `.item()`-ed or
+    averaged? (An evaluation loop's metric, as opposed to a value that the
+    program goes on computing with.)"""
+    site = analysis.loop_sites.get(acc.loop)
+    name = _base_name(acc.target)
+    if site is None or name is None:
+        return False
+    block, index = site
+    finder = _UseFinder(name)
+    for stmt in block[index + 1:]:
+        stmt.visit(finder)
+    return bool(finder.uses) and all(finder.uses)
+
+
+def _base_name(target: cst.BaseExpression) -> Optional[str]:
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    return dotted_name(target)
+
+
+class _UseFinder(cst.CSTVisitor):
+    """Classifies every use of `name` as reporting (True) or computing (False)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stack: list[cst.CSTNode] = []
+        self.uses: list[bool] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == self.name:
+            self.uses.append(self._reporting(node))
+            return False
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+
+    def _reporting(self, use: cst.CSTNode) -> bool:
+        child: cst.CSTNode = use
+        for parent in reversed(self.stack):
+            if isinstance(parent, cst.Attribute) and parent.attr.value in _REPORT_ATTRIBUTES:
+                return True
+            if isinstance(parent, cst.Call):
+                callee = dotted_name(parent.func) or ""
+                if callee.split(".")[-1] in _REPORT_CALLS:
+                    return True
+            if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Divide, cst.FloorDivide)):
+                return parent.left is child
+            if isinstance(parent, (cst.FormattedString, cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return isinstance(parent, cst.FormattedString)
+            child = parent
+        return False
+
+
+def note(analysis: "ModuleAnalysis", loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode,
+         target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence, node: Optional[AbstractNode],
+         no_grad: bool) -> None:
+    """Record one execution of an accumulating statement inside a loop."""
+    if not loops:
+        return
+    key = (statement, context, loops)
+    acc = analysis.accumulations.get(key)
+    if acc is None:
+        acc = analysis.accumulations[key] = Accumulation(statement, target, loops[-1], loops, node, list(lists))
+    acc.no_grad = acc.no_grad or no_grad
+    for value in added:
+        if isinstance(value, (AbstractNode, Carried)) and not any(value is v for v in acc.added):
+            acc.added.append(value)
+    if node is not None:
+        node.accumulator = True
+        acc.node = node

@@ -1,0 +1,83 @@
+"""Resolve local names to canonical dotted names (`T.exp` -> `torch.exp`).
+
+Only imports matter here: `import torch as T`, `from torch import nn,
+autograd`, `from torch.nn import functional as F`, `from torch.nn import
+Linear`. Imports anywhere in the module count (conditional and function-level
+imports included): a name imported from torch anywhere means torch.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` as a string, or None for anything that is not a plain chain."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted_name(node)
+    return name or ""
+
+
+class ImportMap:
+    """Local name -> fully qualified name, for every import in a module."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, module: cst.Module) -> "ImportMap":
+        imports = cls()
+        collector = _ImportCollector(imports.aliases)
+        module.visit(collector)
+        return imports
+
+    def resolve(self, name: str) -> Optional[str]:
+        """Canonical dotted name for a dotted local name, if its head is imported."""
+        head, _, rest = name.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self, aliases: dict[str, str]) -> None:
+        self.aliases = aliases
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            full = _module_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                self.aliases.setdefault(head, head)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return False
+        base = _module_name(node.module)
+        for alias in node.names:
+            name = _module_name(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{base}.{name}"
+        return False
+
+    # Imports never hide inside expressions; skip the expensive parts of the tree.
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body)

@@ -1,0 +1,144 @@
+"""TL001 hoisted-tracked-tensor."""
+
+from __future__ import annotations
+
+from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
+from tapelint.rules.base import (
+    Invalid,
+    ReportContext,
+    Rule,
+    Valid,
+    detach_fix,
+    fails_under,
+    loop_phrase,
+    reuse_related,
+    semantics_note,
+)
+
+
+class HoistedTrackedTensor(Rule):
+    """
+    ## What it does
+    Finds a tracked, non-leaf tensor computed once outside a loop (or cached
+    on `self`, a closure or a global) that a backward inside the loop walks on
+    every iteration.
+
+    ## Why is this bad
+    The first iteration's backward frees the graph behind the hoisted value
+    (its saved tensors under PyTorch, the whole tape under burn). The second
+    iteration walks into it again and fails with "Trying to backward through
+    the graph a second time". Under PyTorch it fails only if some node of the
+    hoisted part saved tensors (`exp`, `*`, `matmul`, any layer); a strict
+    tape rejects it always.
+
+    ## Fix safety
+    Both fixes are unsafe: `detach()` stops gradients from reaching what the
+    value was computed from; recomputing it inside the loop changes the cost
+    of every step.
+    """
+
+    code = "TL001"
+    name = "hoisted-tracked-tensor"
+    summary = "a tracked value computed outside a loop is backwarded through on every iteration"
+    hazard_kinds = frozenset({HazardKind.HOISTED})
+    invalid = (
+        Invalid(
+            """\
+import torch
+x = torch.tensor([0.5, 1.0], requires_grad=True)
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+feats = x.exp()
+for step in range(3):
+    loss = (feats * w).sum()
+    loss.backward()
+""",
+            line=4,
+        ),
+        Invalid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+z = x + 1
+for step in range(3):
+    loss = (z * 2).sum()
+    loss.backward()
+""",
+            line=3,
+            semantics="strict",
+        ),
+    )
+    valid = (
+        Valid(
+            """\
+import torch
+x = torch.tensor([0.5, 1.0], requires_grad=True)
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+for step in range(3):
+    feats = x.exp()
+    loss = (feats * w).sum()
+    loss.backward()
+"""
+        ),
+        Valid(
+            """\
+import torch
+x = torch.tensor([0.5, 1.0], requires_grad=True)
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+feats = x.exp().detach()
+for step in range(3):
+    loss = (feats * w).sum()
+    loss.backward()
+"""
+        ),
+        Valid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+z = x + 1
+for step in range(3):
+    loss = (z * 2).sum()
+    loss.backward()
+"""
+        ),
+    )
+
+    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+        name = hazard.value
+        defined = ctx.line_of(hazard.definition)
+        fails = ctx.line_of(hazard.fails_at.call)
+        if hazard.loop is not None and hazard.loop.implicit:
+            where = f"outside {loop_phrase(hazard, ctx)}"
+            when = "on the first step and fails on the second"
+        elif hazard.loop is not None and hazard.loop.node is not None and _inside(hazard, ctx):
+            where = f"once and kept across the iterations of {loop_phrase(hazard, ctx)}"
+            when = "on the first iteration and fails on the next"
+        else:
+            where = f"outside {loop_phrase(hazard, ctx)}"
+            when = "on the first iteration and fails on the second"
+        message = (
+            f"`{name}` is computed once at line {defined}, {where}; the backward at line {fails} frees it "
+            f"{when}. Detach it if it needs no gradient, or compute it inside the loop."
+            + semantics_note(hazard)
+        )
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=self.severity,
+            message=message,
+            path=ctx.path,
+            range=ctx.range_of(hazard.definition),
+            fails_under=fails_under(hazard.fails_under_torch),
+            related=reuse_related(hazard, ctx),
+            fixes=(
+                detach_fix(hazard, ctx, f"detach `{name}` where it is created (it then gets no gradient)"),
+                Fix(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration"),
+            ),
+        )
+
+
+def _inside(hazard: Hazard, ctx: ReportContext) -> bool:
+    """Was the value created inside the loop's span (a cache filled on the first iteration)?"""
+    loop_range = ctx.range_of(hazard.loop.node)
+    at = ctx.range_of(hazard.definition)
+    return loop_range.start <= at.start and at.end <= loop_range.end

@@ -1,0 +1,103 @@
+"""TL002 shared-ancestor-backward."""
+
+from __future__ import annotations
+
+from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
+from tapelint.rules.base import (
+    Invalid,
+    ReportContext,
+    Rule,
+    Valid,
+    detach_fix,
+    fails_under,
+    reuse_related,
+    semantics_note,
+)
+
+
+class SharedAncestorBackward(Rule):
+    """
+    ## What it does
+    Finds two backward roots that share a tracked non-leaf ancestor and are
+    backwarded one after the other, the earlier one without
+    `retain_graph=True`: multi-task losses backwarded one by one, or a GAN's
+    `fake = G(z)` reused by the discriminator's and the generator's loss.
+
+    ## Why is this bad
+    The first backward frees the shared part of the graph; the second walks
+    into it and fails. Under PyTorch only if a shared node saved tensors
+    (`z = a + b` shared alone is fine there); a strict tape rejects it always.
+
+    ## Fix safety
+    Combining the losses (`(l1 + l2).backward()`) gives bit-identical
+    gradients and walks the shared part once, but changes where the
+    gradients are read in between, so it is unsafe; detaching the shared
+    value on one branch changes which parameters get gradients (unsafe too).
+    """
+
+    code = "TL002"
+    name = "shared-ancestor-backward"
+    summary = "two losses sharing part of the graph are backwarded one after the other"
+    hazard_kinds = frozenset({HazardKind.SHARED})
+    invalid = (
+        Invalid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+h = x.exp()
+l1 = h.sum()
+l2 = (h * 2).sum()
+l1.backward()
+l2.backward()
+""",
+            line=7,
+        ),
+    )
+    valid = (
+        Valid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+h = x.exp()
+l1 = h.sum()
+l2 = (h * 2).sum()
+(l1 + l2).backward()
+"""
+        ),
+        Valid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+h = x.exp()
+l1 = h.sum()
+l2 = (h.detach() * 2).sum()
+l1.backward()
+l2.backward()
+"""
+        ),
+    )
+
+    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+        name = hazard.value
+        first = ctx.line_of(hazard.first_backward.call)
+        fails = ctx.line_of(hazard.fails_at.call)
+        message = (
+            f"`{name}` (line {ctx.line_of(hazard.definition)}) is shared by the backward at line {first} and "
+            f"the one at line {fails}; the first frees it, so the second fails. Add the losses and backward "
+            f"once, or detach `{name}` on the branch that must not reach it." + semantics_note(hazard)
+        )
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=self.severity,
+            message=message,
+            path=ctx.path,
+            range=ctx.range_of(hazard.fails_at.call),
+            fails_under=fails_under(hazard.fails_under_torch),
+            related=reuse_related(hazard, ctx),
+            fixes=(
+                Fix(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once"),
+                detach_fix(hazard, ctx, f"detach `{name}` on the branch that must not reach it"),
+            ),
+        )

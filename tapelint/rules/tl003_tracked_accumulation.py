@@ -1,0 +1,138 @@
+"""TL003 tracked-accumulation."""
+
+from __future__ import annotations
+
+from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.diagnostics import Diagnostic, Fix, FixKind, Related, Role, Safety, Semantics
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
+
+
+class TrackedAccumulation(Rule):
+    """
+    ## What it does
+    Finds a tracked value accumulated into something that outlives the
+    iteration of a loop over steps: `total += loss`, `total = total + loss`,
+    `history.append(loss)`, `d[k] += loss`.
+
+    ## Why is this bad
+    The running total holds the graph of every iteration it has seen.
+    With a backward each iteration, the saved tensors are freed but every
+    iteration's graph nodes stay reachable from the total (memory grows
+    with the number of steps, and a backward of the total walks old
+    iterations again). Without any backward — an evaluation loop outside
+    `torch.no_grad()` — every iteration's activations stay alive, and the
+    program runs out of memory.
+
+    Accumulation that *is* the computation (a loss summed over micro-batches
+    and backwarded once, residual sums in a `forward`) is not reported.
+
+    ## Fix safety
+    `.item()` is safe where the total is only reported (printed, logged,
+    averaged); `.detach()` keeps a tensor where one is needed.
+    """
+
+    code = "TL003"
+    name = "tracked-accumulation"
+    summary = "a tracked value is accumulated across iterations, keeping every iteration's graph alive"
+    hazard_kinds = frozenset({HazardKind.ACCUMULATION})
+    invalid = (
+        Invalid(
+            """\
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+total_loss = 0.0
+for step in range(3):
+    loss = (w * w).sum()
+    loss.backward()
+    total_loss += loss
+print(total_loss)
+""",
+            line=7,
+        ),
+        Invalid(
+            """\
+import torch
+import torch.nn as nn
+model = nn.Linear(3, 1)
+val_loss = 0.0
+for step in range(3):
+    val_loss += nn.functional.mse_loss(model(torch.randn(4, 3)), torch.zeros(4, 1))
+print(val_loss / 3)
+""",
+            line=6,
+        ),
+    )
+    valid = (
+        Valid(
+            """\
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+total_loss = 0.0
+for step in range(3):
+    loss = (w * w).sum()
+    loss.backward()
+    total_loss += loss.item()
+print(total_loss)
+"""
+        ),
+        Valid(
+            """\
+import torch
+import torch.nn as nn
+model = nn.Linear(3, 1)
+val_loss = 0.0
+with torch.no_grad():
+    for step in range(3):
+        val_loss += nn.functional.mse_loss(model(torch.randn(4, 3)), torch.zeros(4, 1))
+print(val_loss / 3)
+"""
+        ),
+        Valid(
+            """\
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+total = 0.0
+for micro_batch in range(4):
+    total = total + (w * micro_batch).sum()
+total.backward()
+"""
+        ),
+    )
+
+    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+        total = ctx.code_of(hazard.accumulator_target)
+        value = hazard.value
+        loop = loop_phrase(hazard, ctx)
+        if hazard.retention_with_backward:
+            message = (
+                f"`{total}` accumulates `{value}` across the iterations of {loop}: every iteration's graph "
+                f"stays reachable from it, so memory grows with the number of steps (and a backward of "
+                f"`{total}` would walk old iterations again). Accumulate `{value}.item()` (or "
+                f"`{value}.detach()`) instead."
+            )
+        else:
+            message = (
+                f"`{total}` accumulates `{value}` across the iterations of {loop}, which runs no backward "
+                f"and no `torch.no_grad()`: every iteration's activations stay alive through `{total}`, and "
+                f"memory grows until it runs out. Accumulate `{value}.item()`, or run the loop under "
+                f"`torch.no_grad()`."
+            )
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=self.severity,
+            message=message,
+            path=ctx.path,
+            range=ctx.range_of(hazard.accumulator),
+            fails_under=(Semantics.TORCH, Semantics.STRICT),
+            related=(
+                Related(Role.ACCUMULATOR, ctx.path, ctx.range_of(hazard.accumulator_target),
+                        f"`{total}` keeps every iteration's graph"),
+                Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
+                        f"`{value}` is created here, once per iteration"),
+            ),
+            fixes=(
+                Fix(FixKind.ITEM, Safety.SAFE, f"accumulate `{value}.item()`, a Python number"),
+                Fix(FixKind.DETACH, Safety.UNSAFE, f"accumulate `{value}.detach()`, a tensor without graph"),
+            ),
+        )

@@ -1,0 +1,106 @@
+"""TL004 repeated-backward."""
+
+from __future__ import annotations
+
+from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, fails_under, loop_phrase, reuse_related, semantics_note
+
+
+class RepeatedBackward(Rule):
+    """
+    ## What it does
+    Finds the same root backwarded twice: two calls in a row, a loop that
+    re-runs a backward on a loss built outside it, or `torch.autograd.grad`
+    on a graph that an earlier call already walked without `retain_graph`.
+
+    ## Why is this bad
+    The first walk frees the graph; the second fails with "Trying to
+    backward through the graph a second time" (under PyTorch when a node of
+    it saved tensors, under a strict tape always). Where it runs, the
+    gradients silently double.
+
+    ## Fix safety
+    Removing the second call is unsafe when the repetition was meant;
+    `retain_graph=True` on the first call is shown, never applied: it keeps
+    the whole graph alive and usually hides the real bug.
+    """
+
+    code = "TL004"
+    name = "repeated-backward"
+    summary = "the same root is backwarded twice"
+    hazard_kinds = frozenset({HazardKind.REPEATED})
+    invalid = (
+        Invalid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+loss = (x.exp() * x).sum()
+loss.backward()
+loss.backward()
+""",
+            line=5,
+        ),
+        Invalid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+loss = (x * x).sum()
+for step in range(3):
+    loss.backward()
+""",
+            line=5,
+        ),
+    )
+    valid = (
+        Valid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+loss = (x.exp() * x).sum()
+loss.backward(retain_graph=True)
+loss.backward()
+"""
+        ),
+        Valid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+for step in range(3):
+    loss = (x * x).sum()
+    loss.backward()
+"""
+        ),
+    )
+
+    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+        name = hazard.value
+        fails = ctx.line_of(hazard.fails_at.call)
+        if hazard.first_backward is hazard.fails_at:
+            message = (
+                f"`{name}` is built once at line {ctx.line_of(hazard.definition)}, outside "
+                f"{loop_phrase(hazard, ctx)}, and the backward at line {fails} walks it again on every "
+                f"iteration: the second iteration fails. Build it inside the loop."
+            )
+        else:
+            message = (
+                f"`{name}` was already walked by the backward at line {ctx.line_of(hazard.first_backward.call)}; "
+                f"walking it again at line {fails} fails. Remove the second backward, or pass "
+                f"retain_graph=True to the first if the repetition is intended."
+            )
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=self.severity,
+            message=message + semantics_note(hazard),
+            path=ctx.path,
+            range=ctx.range_of(hazard.fails_at.call),
+            fails_under=fails_under(hazard.fails_under_torch),
+            related=reuse_related(hazard, ctx),
+            fixes=(
+                Fix(FixKind.REMOVE, Safety.UNSAFE, "remove the repeated backward"),
+                Fix(FixKind.RETAIN_GRAPH, Safety.DISPLAY_ONLY,
+                    "pass retain_graph=True to the first backward if walking twice is intended "
+                    "(keeps the whole graph alive; gradients accumulate)"),
+            ),
+        )

@@ -1,0 +1,85 @@
+"""TL005 carried-tracked-state."""
+
+from __future__ import annotations
+
+from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, fails_under, loop_phrase, reuse_related, semantics_note
+
+
+class CarriedTrackedState(Rule):
+    """
+    ## What it does
+    Finds a tracked value carried from one iteration into the next — an RNN
+    hidden state, running statistics, an EMA target computed with grad —
+    and reached by a backward on every iteration.
+
+    ## Why is this bad
+    Each iteration's graph hangs off the previous one through the carried
+    value. The backward of iteration *i* frees iteration *i*'s graph; the
+    backward of iteration *i + 1* walks through the carried value into it
+    and fails (and, where it does not fail, every step walks the whole
+    history: truncated BPTT that never truncates).
+
+    ## Fix safety
+    Detaching where the value is carried ("repackaging" the hidden state)
+    cuts the gradient at the iteration boundary: that is truncated BPTT, and
+    it is unsafe only in that it changes the gradient, by design.
+    """
+
+    code = "TL005"
+    name = "carried-tracked-state"
+    summary = "a tracked value is carried across iterations and backwarded through each time"
+    hazard_kinds = frozenset({HazardKind.CARRIED})
+    invalid = (
+        Invalid(
+            """\
+import torch
+import torch.nn as nn
+rnn = nn.RNN(3, 4, batch_first=True)
+h = None
+for step in range(3):
+    out, h = rnn(torch.randn(2, 5, 3), h)
+    loss = out.sum()
+    loss.backward()
+""",
+            line=6,
+        ),
+    )
+    valid = (
+        Valid(
+            """\
+import torch
+import torch.nn as nn
+rnn = nn.RNN(3, 4, batch_first=True)
+h = None
+for step in range(3):
+    if h is not None:
+        h = h.detach()
+    out, h = rnn(torch.randn(2, 5, 3), h)
+    loss = out.sum()
+    loss.backward()
+"""
+        ),
+    )
+
+    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+        name = hazard.value
+        message = (
+            f"`{name}` is carried from one iteration of {loop_phrase(hazard, ctx)} into the next "
+            f"(created at line {ctx.line_of(hazard.definition)}): the backward at line "
+            f"{ctx.line_of(hazard.fails_at.call)} frees each iteration's graph, and the next iteration's "
+            f"backward walks into it again through `{name}` and fails. Detach it where it is carried "
+            f"(`{name} = {name}.detach()`), as truncated BPTT does." + semantics_note(hazard)
+        )
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=self.severity,
+            message=message,
+            path=ctx.path,
+            range=ctx.range_of(hazard.definition),
+            fails_under=fails_under(hazard.fails_under_torch),
+            related=reuse_related(hazard, ctx),
+            fixes=(Fix(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` at the start of each iteration"),),
+        )
