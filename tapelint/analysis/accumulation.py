@@ -34,7 +34,7 @@ _REPORT_CALLS = frozenset(
 _REPORT_ATTRIBUTES = frozenset(("item", "tolist", "numpy", "detach", "cpu"))
 _LOSS_OPS = frozenset(("sum", "mean", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
                        "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"))
-_LOSS_WORDS = ("loss", "criterion", "acc", "metric", "err", "cost", "nll", "score")
+_LOSS_WORDS = ("loss", "crit", "acc", "metric", "err", "cost", "nll", "score")
 
 
 @dataclass

@@ -389,10 +389,13 @@ class ModuleAnalysis:
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
         if event.is_grad:
             return
+        roots = {id(r.node if isinstance(r, Carried) else r) for r in event.roots}
         for key, _ in hazards.walk(event.roots):
             earlier = state.retained.get(key)
             if earlier is None or earlier is event or earlier.scope is not event.scope:
                 continue
+            if roots & {id(r.node if isinstance(r, Carried) else r) for r in earlier.roots}:
+                continue  # the same loss walked twice: nothing to combine
             node = key[0]
             if not self.is_tracked(node):
                 continue
@@ -819,6 +822,14 @@ class Frame:
             return self.owner.state[key]
         return frozenset((OPAQUE,))
 
+    def is_bound(self, key: Optional[str], state: State) -> bool:
+        """Is this attribute path (`self.head`) bound to a known value?"""
+        if key is None:
+            return False
+        if key in state.env or any(key in env for env in self.fallback):
+            return True
+        return self.owner is not None and key in self.owner.state
+
     def canonical(self, expr: cst.BaseExpression) -> Optional[str]:
         """The imported dotted name an expression refers to (`F.relu` ->
         `torch.nn.functional.relu`), unless a local binding shadows it."""
@@ -1092,6 +1103,8 @@ class Frame:
         name = self.canonical(func)
         if name is not None and (name == "torch" or name.startswith("torch.")):
             result = self.torch_call(call, name, args, state)
+        elif isinstance(func, cst.Attribute) and self.is_bound(dotted_name(func), state):
+            result = self.call_values(call, func, self.lookup(dotted_name(func), state), args, state)
         elif isinstance(func, cst.Attribute):
             receiver = self.eval(func.value, state)
             result = self.method_call(call, func, receiver, args, state)

@@ -116,9 +116,10 @@ for step in range(3):
         else:
             where = f"outside {loop_phrase(hazard, ctx)}"
             when = "on the first iteration and fails on the second"
+        inside = f"`{hazard.loop.node.name.value}()`" if hazard.loop is not None and hazard.loop.implicit else "the loop"
         message = (
             f"`{name}` is computed once at line {defined}, {where}; the backward at line {fails} frees it "
-            f"{when}. Detach it if it needs no gradient, or compute it inside the loop."
+            f"{when}. Detach it if it needs no gradient, or compute it inside {inside}."
             + semantics_note(hazard)
         )
         return Diagnostic(

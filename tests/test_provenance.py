@@ -1,0 +1,248 @@
+"""Unit tests of the provenance analysis itself: what the abstract state
+holds, not only what the rules end up reporting."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from tapelint.analysis import hazards
+from tapelint.analysis.imports import ImportMap
+from tapelint.analysis.model import AbstractNode, Carried, ModuleRef, Tracked
+from tapelint.analysis.provenance import ModuleAnalysis
+from tapelint.ops import Saves
+from tapelint.settings import Settings
+
+
+def analyse(code: str) -> ModuleAnalysis:
+    analysis = ModuleAnalysis(cst.parse_module(textwrap.dedent(code)), Settings())
+    analysis.run()
+    return analysis
+
+
+def nodes(analysis: ModuleAnalysis, name: str) -> list:
+    return [v for v in analysis.module_env[name] if isinstance(v, (AbstractNode, Carried))]
+
+
+def only(analysis: ModuleAnalysis, name: str) -> AbstractNode:
+    found = nodes(analysis, name)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_imports_resolve_aliases():
+    module = cst.parse_module(
+        "import torch as T\nfrom torch import nn, autograd\nfrom torch.nn import functional as F\n"
+        "import torch.nn.functional as G\nfrom torch.autograd import grad as g\n"
+    )
+    imports = ImportMap.of(module)
+    assert imports.resolve("T.exp") == "torch.exp"
+    assert imports.resolve("nn.Linear") == "torch.nn.Linear"
+    assert imports.resolve("F.relu") == "torch.nn.functional.relu"
+    assert imports.resolve("G.relu") == "torch.nn.functional.relu"
+    assert imports.resolve("autograd.grad") == "torch.autograd.grad"
+    assert imports.resolve("g") == "torch.autograd.grad"
+    assert imports.resolve("numpy.exp") is None
+
+
+def test_tracking_sources_and_sanitizers():
+    a = analyse(
+        """
+        import torch
+        import torch.nn as nn
+        x = torch.tensor([1.0], requires_grad=True)
+        c = torch.tensor([1.0])
+        p = nn.Parameter(torch.zeros(2))
+        y = x.exp()
+        d = y.detach()
+        i = y.item()
+        lin = nn.Linear(2, 2)
+        out = lin(c)
+        with torch.no_grad():
+            ng = x.exp()
+        """
+    )
+    x = only(a, "x")
+    assert x.leaf and x.tracked is Tracked.YES
+    assert only(a, "c").tracked is Tracked.NO
+    assert only(a, "p").leaf and only(a, "p").tracked is Tracked.YES
+    y = only(a, "y")
+    assert not y.leaf and y.tracked is Tracked.YES and y.saves is Saves.TENSORS and y.parents == [x]
+    assert a.module_env["d"] == frozenset() and a.module_env["i"] == frozenset()
+    assert only(a, "out").tracked is Tracked.YES  # a parametric module tracks an untracked input
+    ng = only(a, "ng")
+    assert ng.tracked is Tracked.NO and ng.parents == []
+
+
+def test_frozen_module_and_unknown_values():
+    a = analyse(
+        """
+        import torch
+        import torch.nn as nn
+        enc = nn.Linear(2, 2)
+        enc.requires_grad_(False)
+        frozen = enc(torch.randn(1, 2))
+        enc2 = nn.Linear(2, 2)
+        for p in enc2.parameters():
+            p.requires_grad = False
+        frozen2 = enc2(torch.randn(1, 2))
+        def f(model, batch):
+            return model(batch)
+        u = f(enc, torch.randn(1, 2))
+        """
+    )
+    assert only(a, "frozen").tracked is Tracked.NO
+    assert only(a, "frozen2").tracked is Tracked.NO
+    assert any(isinstance(v, ModuleRef) and v.frozen for v in a.module_env["enc"])
+
+
+def test_operator_saves_follow_the_table():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        add = x + 1
+        mul = x * 2
+        view = x.reshape(2, 1)
+        unknown = mystery(x)
+        """
+    )
+    assert only(a, "add").saves is Saves.NOTHING
+    assert only(a, "mul").saves is Saves.TENSORS
+    assert only(a, "view").saves is Saves.NOTHING
+    unknown = only(a, "unknown")
+    assert unknown.saves is Saves.UNKNOWN and unknown.tracked is Tracked.YES
+
+
+def test_branches_merge_and_aliases_share_nodes():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        if cond:
+            v = x.exp()
+        else:
+            v = x.detach()
+        alias = v
+        """
+    )
+    assert a.module_env["alias"] is a.module_env["v"] or a.module_env["alias"] == a.module_env["v"]
+    assert len(nodes(a, "v")) == 1  # the detached branch holds no graph
+
+
+def test_loop_carried_value_reaches_previous_iteration():
+    a = analyse(
+        """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        h = torch.zeros(2)
+        for step in range(3):
+            h = torch.tanh(h * w)
+        """
+    )
+    tanh = only(a, "h") if len(nodes(a, "h")) == 1 else next(n for n in nodes(a, "h") if isinstance(n, AbstractNode) and n.op == "tanh")
+    mul = tanh.parents[0]
+    assert any(isinstance(p, Carried) and p.node is tanh for p in mul.parents)
+    loop = tanh.loops[0]
+    assert hazards.feeds_itself(tanh, loop)
+
+
+def test_hoisted_node_lies_outside_the_loop_of_its_backward():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        feats = x.exp()
+        for step in range(3):
+            loss = (feats * 2).sum()
+            loss.backward()
+        """
+    )
+    feats = only(a, "feats")
+    (event,) = a.events.values()
+    assert feats.loops == () and len(event.loops) == 1
+    walked = {key[0] for key, _ in hazards.walk(event.roots)}
+    assert feats in walked
+
+
+def test_retain_graph_keeps_nodes_out_of_the_released_set():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        loss = (x.exp() * x).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()
+        loss.backward()
+        """
+    )
+    kinds = [(h.kind.value, h.first_backward.call is h.fails_at.call) for h in a.results()]
+    # the second call frees, the third fails: exactly one repeated-backward finding
+    assert kinds == [("repeated", False)]
+    third = max(a.events.values(), key=lambda e: e.order)
+    second = sorted(a.events.values(), key=lambda e: e.order)[1]
+    (hazard,) = a.results()
+    assert hazard.fails_at is third and hazard.first_backward is second
+
+
+def test_unknown_retain_graph_is_not_a_confident_release():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        loss = (x.exp() * x).sum()
+        loss.backward(retain_graph=keep)
+        loss.backward()
+        """
+    )
+    assert a.results() == []
+
+
+def test_containers_and_tuples_carry_their_elements():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        items = []
+        items.append(x.exp())
+        first = items[0]
+        pair = (x.sin(), x.cos())
+        s, c = pair
+        squares = [t * t for t in items]
+        """
+    )
+    assert only(a, "first").op == "exp"
+    assert only(a, "s").op == "sin" and only(a, "c").op == "cos"
+    (lst,) = a.module_env["squares"]
+    (element,) = a.module_env[lst.key]
+    assert element.op == "*" and element.parents[0].op == "exp"
+
+
+def test_called_function_creates_nodes_in_the_callers_loop():
+    a = analyse(
+        """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def compute(v):
+            return (v * w).sum()
+        for step in range(2):
+            loss = compute(torch.ones(2))
+        """
+    )
+    loss = only(a, "loss")
+    assert loss.tracked is Tracked.YES and len(loss.loops) == 1 and loss.op == "sum"
+
+
+def test_backward_proves_its_root_tracked():
+    a = analyse(
+        """
+        def train(model, batches):
+            for x in batches:
+                loss = model(x).sum()
+                loss.backward()
+        """
+    )
+    (event,) = a.events.values()
+    (root,) = event.roots
+    assert root.tracked is Tracked.UNKNOWN and a.is_tracked(root)
