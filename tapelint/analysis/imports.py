@@ -12,6 +12,8 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis.syntax import walk_statements
+
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` as a string, or None for anything that is not a plain chain."""
@@ -39,8 +41,11 @@ class ImportMap:
     @classmethod
     def of(cls, module: cst.Module) -> "ImportMap":
         imports = cls()
-        collector = _ImportCollector(imports.aliases)
-        module.visit(collector)
+        for stmt in walk_statements(module.body):
+            if isinstance(stmt, cst.Import):
+                imports._add_import(stmt)
+            elif isinstance(stmt, cst.ImportFrom):
+                imports._add_import_from(stmt)
         return imports
 
     def resolve(self, name: str) -> Optional[str]:
@@ -52,11 +57,7 @@ class ImportMap:
         return f"{target}.{rest}" if rest else target
 
 
-class _ImportCollector(cst.CSTVisitor):
-    def __init__(self, aliases: dict[str, str]) -> None:
-        self.aliases = aliases
-
-    def visit_Import(self, node: cst.Import) -> bool:
+    def _add_import(self, node: cst.Import) -> None:
         for alias in node.names:
             full = _module_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
@@ -64,11 +65,10 @@ class _ImportCollector(cst.CSTVisitor):
             else:
                 head = full.split(".")[0]
                 self.aliases.setdefault(head, head)
-        return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+    def _add_import_from(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return False
+            return
         base = _module_name(node.module)
         for alias in node.names:
             name = _module_name(alias.name)
@@ -76,8 +76,3 @@ class _ImportCollector(cst.CSTVisitor):
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.aliases[local] = f"{base}.{name}"
-        return False
-
-    # Imports never hide inside expressions; skip the expensive parts of the tree.
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body)

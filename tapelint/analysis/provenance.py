@@ -24,6 +24,7 @@ from tapelint.analysis import hazards
 from tapelint.analysis import accumulation
 from tapelint.analysis.accumulation import Accumulation, accumulation_hazards
 from tapelint.analysis.imports import ImportMap, dotted_name
+from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.model import (
     OPAQUE,
     SELF,
@@ -51,6 +52,11 @@ EMPTY: Vals = frozenset()
 Key = hazards.Key
 
 MAX_PASSES = 4  # loop fixed-point iterations; the lattice is shallow
+# Statements interpreted per statement of the module (loops and inlining
+# re-run bodies); past it the remaining scopes are skipped, so a pathological
+# file costs bounded time instead of hanging the run.
+WORK_PER_STATEMENT = 40
+MIN_WORK = 20_000
 INLINE_DEPTH = 3
 INLINE_BUDGET = 300  # inlined calls per module, to bound the cost on huge files
 
@@ -142,6 +148,10 @@ class ClassInfo:
     state: dict[str, Vals] = field(default_factory=dict)  # self.* after __init__ and setup methods
 
 
+class OutOfBudget(Exception):
+    """The module's interpretation budget is spent."""
+
+
 class ModuleAnalysis:
     """Everything one module's analysis shares across its scopes."""
 
@@ -164,6 +174,8 @@ class ModuleAnalysis:
         self.inline_budget = INLINE_BUDGET
         self.order = 0
         self.module_env: dict[str, Vals] = {}
+        self.work_left = max(MIN_WORK, WORK_PER_STATEMENT * sum(1 for _ in walk_statements(module.body)))
+        self.exhausted = False
         self.backward_names = frozenset(settings.backward_functions)
         self.tracked_names = frozenset(settings.tracked_functions)
 
@@ -176,14 +188,20 @@ class ModuleAnalysis:
                 self.functions[stmt.name.value] = stmt
             elif isinstance(stmt, cst.ClassDef):
                 self.classes[stmt.name.value] = self._class_info(stmt)
-        top = Frame(self, scope=self.module, loops=(), context=(), owner=None, fallback=())
-        state = State({}, {}, {})
-        state = top.exec_block(body, state)
-        self.module_env = state.env
-        for fn in self.functions.values():
-            self._analyze_function(fn, owner=None, initial={})
-        for info in self.classes.values():
-            self._analyze_class(info)
+        try:
+            top = Frame(self, scope=self.module, loops=(), context=(), owner=None, fallback=())
+            self.module_env = top.exec_block(body, State({}, {}, {})).env
+            for fn in self.functions.values():
+                self._analyze_function(fn, owner=None, initial={})
+            for info in self.classes.values():
+                self._analyze_class(info)
+        except OutOfBudget:
+            self.exhausted = True
+
+    def spend(self) -> None:
+        self.work_left -= 1
+        if self.work_left < 0:
+            raise OutOfBudget
 
     def results(self) -> list[Hazard]:
         found = list(self.hazards.values())
@@ -211,17 +229,22 @@ class ModuleAnalysis:
         init = info.methods.get("__init__")
         if init is not None:
             info.state = self._analyze_function(init, owner=info, initial={}, collect_self=True)
-        steps = {name for name, fn in info.methods.items() if _runs_backward(fn, info.methods, self)}
+        steps: list[cst.FunctionDef] = []
         extra: dict[str, Vals] = {}
         for name, fn in info.methods.items():
-            if name == "__init__" or name in steps:
+            if name == "__init__":
                 continue
-            for key, vals in self._analyze_function(fn, owner=info, initial=info.state, collect_self=True).items():
+            before = len(self.events)
+            leaves = self._analyze_function(fn, owner=info, initial=info.state, collect_self=True)
+            if len(self.events) > before:
+                steps.append(fn)  # runs a backward: a training step, called once per step
+                continue
+            for key, vals in leaves.items():
                 extra[key] = extra.get(key, EMPTY) | vals
         for key, vals in extra.items():
             info.state[key] = info.state.get(key, EMPTY) | vals
-        for name in steps:
-            self._analyze_function(info.methods[name], owner=info, initial=info.state, implicit_loop=True)
+        for fn in steps:
+            self._analyze_function(fn, owner=info, initial=info.state, implicit_loop=True)
 
     def _analyze_function(
         self,
@@ -232,9 +255,17 @@ class ModuleAnalysis:
         implicit_loop: bool = False,
     ) -> dict[str, Vals]:
         """Analyse `fn` on its own, its parameters unknown. Returns its final
-        `self.*` bindings when asked (what `__init__` leaves on the object)."""
-        if owner is None and not implicit_loop and _runs_backward(fn, {}, self) and not _has_loop(fn):
-            implicit_loop = True  # a step function: called once per training step
+        `self.*` bindings when asked (what `__init__` leaves on the object).
+        A module function that runs a backward and has no loop of its own is
+        a step function: it is analysed again as the body of an implicit loop."""
+        before = len(self.events)
+        leaves = self._run_function(fn, owner, initial, collect_self, implicit_loop)
+        if owner is None and not implicit_loop and len(self.events) > before and not _has_loop(fn):
+            self._run_function(fn, owner, initial, False, True)
+        return leaves
+
+    def _run_function(self, fn: cst.FunctionDef, owner: Optional[ClassInfo], initial: dict[str, Vals],
+                      collect_self: bool, implicit_loop: bool) -> dict[str, Vals]:
         frame = Frame(self, scope=fn, loops=(), context=(fn,), owner=owner, fallback=(self.module_env,))
         state = State(dict(initial), {}, {}, no_grad=_is_no_grad_function(fn, self))
         frame.bind_parameters(fn, state, method=owner is not None, args=None)
@@ -463,6 +494,7 @@ class Frame:
 
     def exec_block(self, body: Sequence[cst.CSTNode], state: State) -> State:
         for index, stmt in enumerate(body):
+            self.a.spend()
             state = self.exec_stmt(stmt, state, body, index)
         return state
 
@@ -707,12 +739,12 @@ class Frame:
             self.a.note_accumulation(self, stmt, target, [], self.eval_quiet(other, state), node, state)
 
     def eval_quiet(self, expr: cst.BaseExpression, state: State) -> Vals:
-        """Re-read an operand already evaluated (names and attributes only)."""
+        """Re-read an operand already evaluated, without evaluating it again."""
         key = self.target_key(expr)
         if key is not None:
             return self.lookup(key, state)
-        nodes = [n for k, n in self.a.nodes.items() if k[0] is expr and k[1] == self.context and k[2] == self.loops]
-        return frozenset(nodes)
+        node = self.a.nodes.get((expr, self.context, self.loops))
+        return frozenset((node,)) if node is not None else EMPTY
 
     def _freeze_parameters_loop(self, stmt: cst.For, state: State) -> None:
         """`for p in model.parameters(): p.requires_grad = False` freezes `model`."""
@@ -848,11 +880,21 @@ class Frame:
         return method(self, expr, state)
 
     def _eval_children(self, expr: cst.CSTNode, state: State) -> Vals:
-        for child in expr.children:
-            if isinstance(child, cst.BaseExpression):
-                self.eval(child, state)
-            elif isinstance(child, (cst.FormattedStringExpression, cst.Arg, cst.Element, cst.DictElement)):
-                self._eval_children(child, state)
+        """Expressions that hold no graph themselves but may contain calls
+        (an f-string that prints `loss.item()`): evaluate the parts."""
+        if isinstance(expr, cst.FormattedString):
+            for part in expr.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self.eval(part.expression, state)
+        elif isinstance(expr, cst.ConcatenatedString):
+            self.eval(expr.left, state)
+            self.eval(expr.right, state)
+        elif isinstance(expr, cst.Slice):
+            for part in (expr.lower, expr.upper, expr.step):
+                if part is not None:
+                    self.eval(part, state)
+        elif isinstance(expr, (cst.Yield, cst.StarredElement)) and isinstance(expr.value, cst.BaseExpression):
+            self.eval(expr.value, state)
         return EMPTY
 
     def eval_name(self, expr: cst.Name, state: State) -> Vals:
@@ -959,7 +1001,7 @@ class Frame:
                     literal_index = int(index_expr.value, 0)
                 elif isinstance(index_expr, (cst.List, cst.Tuple)) or self.graph_values(vals):
                     basic = False
-            else:
+            elif isinstance(element.slice, cst.Slice):
                 self._eval_children(element.slice, state)
         out: set = set()
         tensors = []
@@ -1408,73 +1450,22 @@ def _encloses(outer: cst.FunctionDef, inner: cst.FunctionDef) -> bool:
     return any(stmt is inner for stmt in outer.body.body)
 
 
-class _BackwardFinder(cst.CSTVisitor):
-    def __init__(self, analysis: ModuleAnalysis, methods: dict[str, cst.FunctionDef]) -> None:
-        self.analysis = analysis
-        self.methods = methods
-        self.found = False
-        self.self_calls: set[str] = set()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute):
-            attr = func.attr.value
-            if attr in ("backward", "manual_backward"):
-                self.found = True
-            elif isinstance(func.value, cst.Name) and func.value.value == "self" and attr in self.methods:
-                self.self_calls.add(attr)
-        name = dotted_name(func)
-        if name is not None:
-            resolved = self.analysis.imports.resolve(name)
-            if resolved in ("torch.autograd.grad", "torch.autograd.backward"):
-                self.found = True
-            if any(name == n or name.endswith("." + n) for n in self.analysis.backward_names):
-                self.found = True
-
-
-def _runs_backward(fn: cst.FunctionDef, methods: dict[str, cst.FunctionDef], analysis: ModuleAnalysis) -> bool:
-    """Does `fn` run a backward, itself or through a `self.method()` it calls?"""
-    seen: set[str] = set()
-    todo = [fn]
-    while todo:
-        current = todo.pop()
-        finder = _BackwardFinder(analysis, methods)
-        current.body.visit(finder)
-        if finder.found:
-            return True
-        for name in finder.self_calls - seen:
-            seen.add(name)
-            todo.append(methods[name])
-    return False
-
-
-class _LoopFinder(cst.CSTVisitor):
-    found = False
-
-    def visit_For(self, node: cst.For) -> bool:
-        self.found = True
-        return False
-
-    def visit_While(self, node: cst.While) -> bool:
-        self.found = True
-        return False
-
-
 def _has_loop(fn: cst.FunctionDef) -> bool:
-    finder = _LoopFinder()
-    fn.body.visit(finder)
-    return finder.found
+    return any(isinstance(stmt, (cst.For, cst.While)) for stmt in walk_statements(fn.body.body, False))
 
 
 def _creates_parameters(node: cst.ClassDef, analysis: ModuleAnalysis) -> bool:
-    """Does this module class own parameters (a parametric layer or a
-    Parameter assigned in its body, or a parametric base class)?"""
-    code = analysis.module.code_for_node(node)
-    markers = ["Parameter(", "parameters()"]
-    markers += [f"{name}(" for name in ops.PARAMETRIC_MODULES]
-    markers += [f"{name}(" for name, info in analysis.classes.items() if info.parametric]
-    if any(marker in code for marker in markers):
-        return True
+    """Does this module class own parameters: a parametric layer, a
+    `Parameter` or a parametric module class of this file assigned in its
+    body, or a parametric base class?"""
+    parametric = set(ops.PARAMETRIC_MODULES) | {"Parameter"}
+    parametric |= {name for name, info in analysis.classes.items() if info.parametric}
+    for stmt in walk_statements(node.body.body):
+        value = getattr(stmt, "value", None) if isinstance(stmt, (cst.Assign, cst.AnnAssign, cst.Expr)) else None
+        if isinstance(value, cst.Call):
+            callee = dotted_name(value.func) or ""
+            if callee.split(".")[-1] in parametric:
+                return True
     return any(
         (info := analysis.classes.get(dotted_name(base.value) or "")) is not None and info.parametric
         for base in node.bases

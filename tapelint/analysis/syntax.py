@@ -1,0 +1,51 @@
+"""Fast walks over statements.
+
+libcst's visitors rebuild every node they pass (`_visit_and_replace_children`),
+which costs more than parsing. The analysis only ever needs to find
+statements — imports, loops, assignments — so it walks statement bodies by
+their fields and never descends into expressions.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import libcst as cst
+
+
+def bodies(stmt: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
+    """The statement lists directly inside a compound statement."""
+    for name in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if part is None:
+            continue
+        if isinstance(part, cst.If):  # elif
+            yield (part,)
+            continue
+        inner = getattr(part, "body", None)
+        if isinstance(inner, Sequence) and not isinstance(inner, str):
+            yield inner
+        elif isinstance(inner, cst.BaseSuite):
+            yield getattr(inner, "body", ())
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body.body
+
+
+def walk_statements(body: Sequence[cst.CSTNode], into_definitions: bool = True) -> Iterator[cst.CSTNode]:
+    """Every statement (compound and small) under `body`, in source order."""
+    stack = [iter(body)]
+    while stack:
+        stmt = next(stack[-1], None)
+        if stmt is None:
+            stack.pop()
+            continue
+        yield stmt
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield from stmt.body
+            continue
+        if not into_definitions and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        for inner in reversed(list(bodies(stmt))):
+            stack.append(iter(inner))
