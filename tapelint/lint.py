@@ -7,10 +7,13 @@ anything else the file does to the analysis becomes a `FileError`.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tapelint.analysis.provenance import analyze_module
+from tapelint.precheck import may_hold_hazard
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range, Semantics
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import ReportContext
@@ -18,7 +21,12 @@ from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.settings import Settings
 
 
-def lint_source(source: str, path: str, settings: Settings) -> FileResult:
+def lint_source(source: str, path: str, settings: Settings, precheck: bool = True) -> FileResult:
+    """Lint one file's text. With `precheck`, a file that textually cannot
+    hold a hazard is not parsed at all (`FileResult.skipped`); syntax errors
+    in such a file go unreported, as in any linter that skips by content."""
+    if precheck and not may_hold_hazard(source, settings):
+        return FileResult(path, diagnostics=_python_syntax_errors(source, path, settings), skipped=True)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -32,6 +40,29 @@ def lint_source(source: str, path: str, settings: Settings) -> FileResult:
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "too deeply nested to analyse"),))
     return FileResult(path, diagnostics=diagnostics)
+
+
+def _python_syntax_errors(source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:
+    if not settings.enabled(ParseError.code):
+        return ()
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        line = max(exc.lineno or 1, 1)
+        column = max((exc.offset or 1) - 1, 0)
+        diagnostic = Diagnostic(
+            code=ParseError.code,
+            name=ParseError.name,
+            severity=ParseError.severity,
+            message=f"cannot parse: {exc.msg}",
+            path=path,
+            range=Range.of(line, column, line, column),
+            fails_under=(Semantics.TORCH, Semantics.STRICT),
+        )
+        return (diagnostic,)
+    except (ValueError, RecursionError, MemoryError):
+        return ()  # NUL bytes or absurd nesting: the full parse path reports these
+    return ()
 
 
 def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:

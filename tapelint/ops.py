@@ -44,7 +44,7 @@ FUNCTIONS: dict[str, Saves] = {
             # arithmetic that saves only non-tensor values
             "add", "sub", "subtract", "rsub", "neg", "negative", "sign",
             # reductions that need neither values nor indices
-            "sum", "mean", "nansum", "cumsum",
+            "sum", "mean", "cumsum",
             # views and shape ops
             "reshape", "view", "view_as", "reshape_as", "transpose", "permute", "t",
             "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
@@ -56,8 +56,11 @@ FUNCTIONS: dict[str, Saves] = {
             # copies and casts
             "clone", "contiguous", "to", "float", "double", "half", "bfloat16",
             "type_as", "cpu", "cuda",
-            # zero-gradient rounding
-            "floor", "ceil", "round", "trunc",
+            # zero-gradient rounding; frac's gradient is the identity
+            "floor", "ceil", "round", "trunc", "frac",
+            # linear rearrangements that keep only sizes (measured: Im2Col/Col2Im/
+            # Unfold/AffineGridGenerator backward save no tensor)
+            "unfold", "fold", "affine_grid",
         ),
         Saves.NOTHING,
     ),
@@ -73,7 +76,7 @@ FUNCTIONS: dict[str, Saves] = {
             "relu_", "leaky_relu", "gelu", "silu", "mish", "softplus", "elu", "selu",
             "celu", "hardtanh", "hardswish", "hardsigmoid", "clamp", "clip",
             "clamp_min", "clamp_max", "erf", "erfc", "erfinv", "lgamma", "digamma",
-            "var", "std", "var_mean", "std_mean", "norm", "vector_norm",
+            "nansum", "var", "std", "var_mean", "std_mean", "norm", "vector_norm",
             "matrix_norm", "dist", "max", "min", "amax", "amin", "logsumexp", "prod",
             "softmax", "log_softmax", "softmin", "cumprod", "cummax", "cummin",
             "sort", "topk", "kthvalue", "median", "quantile",
@@ -94,9 +97,9 @@ FUNCTIONS: dict[str, Saves] = {
             "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
             "avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
             "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-            "interpolate", "upsample", "grid_sample", "affine_grid", "unfold", "fold",
+            "interpolate", "upsample", "grid_sample",
             "scaled_dot_product_attention", "multi_head_attention_forward",
-            "glu", "logit", "xlogy", "sinc", "hypot", "frac",
+            "glu", "logit", "xlogy", "sinc", "hypot",
         ),
         Saves.TENSORS,
     ),

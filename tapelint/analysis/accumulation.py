@@ -49,11 +49,16 @@ class Accumulation:
     no_grad: bool = False
 
 
-def accumulation_hazards(analysis: "ModuleAnalysis") -> list[Hazard]:
-    found: dict[int, Hazard] = {}
+def accumulation_hazards(analysis: "ModuleAnalysis") -> dict[AbstractNode, Hazard]:
+    """TL003's findings, keyed by the running total's node (or the first
+    appended value, for a list)."""
+    found: dict[AbstractNode, Hazard] = {}
+    statements: set[int] = set()
     for acc in analysis.accumulations.values():
-        if id(acc.statement) in found or acc.no_grad:
+        if id(acc.statement) in statements or acc.no_grad:
             continue
+        if acc.node is not None and _feeds_the_loss(analysis, acc):
+            continue  # carried state that the loss is computed from: TL005's
         fresh = [v for v in acc.added if isinstance(v, AbstractNode) and acc.loop in v.loops
                  and analysis.is_tracked(v)]
         if not fresh or not _outlives(acc):
@@ -67,7 +72,8 @@ def accumulation_hazards(analysis: "ModuleAnalysis") -> list[Hazard]:
             if not _only_reported_after(analysis, acc):
                 continue
         value = fresh[0]
-        found[id(acc.statement)] = Hazard(
+        statements.add(id(acc.statement))
+        found[acc.node if acc.node is not None else value] = Hazard(
             kind=HazardKind.ACCUMULATION,
             value=analysis.display_name(value),
             definition=value.site,
@@ -78,7 +84,20 @@ def accumulation_hazards(analysis: "ModuleAnalysis") -> list[Hazard]:
             accumulator_target=acc.target,
             retention_with_backward=with_backward,
         )
-    return list(found.values())
+    return found
+
+
+def _feeds_the_loss(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
+    """Does a backward in the loop walk the total as part of what its loss is
+    computed from (an EMA, a carried offset), rather than as the loss itself?"""
+    for event in analysis.events.values():
+        if acc.loop not in event.loops:
+            continue
+        roots = {id(r.node if isinstance(r, Carried) else r) for r in event.roots}
+        for (node, _), _children in hazards.walk(event.roots):
+            if node is acc.node and id(node) not in roots:
+                return True
+    return False
 
 
 def _outlives(acc: Accumulation) -> bool:

@@ -30,9 +30,19 @@ def _key(node: AbstractNode, age: Optional[Loop]) -> Key:
     return (node, age if age is not None and age in node.loops else None)
 
 
+def older(node: AbstractNode, a: Optional[Loop], b: Optional[Loop]) -> Optional[Loop]:
+    """Of two ages of `node`, the one meaning the earlier tensor: "the
+    previous iteration of an outer loop" is older than "of an inner loop"."""
+    if a is None or a not in node.loops:
+        return b
+    if b is None or b not in node.loops:
+        return a
+    return a if node.loops.index(a) <= node.loops.index(b) else b
+
+
 def _steps(value: GraphValue, age: Optional[Loop]) -> tuple[AbstractNode, Optional[Loop]]:
     if isinstance(value, Carried):
-        return value.node, value.loop
+        return value.node, older(value.node, age, value.loop)
     return value, age
 
 

@@ -62,6 +62,7 @@ class AbstractNode:
     parents: list["GraphValue"] = field(default_factory=list)
     name: Optional[str] = None  # the first name bound to it, for messages
     accumulator: bool = False  # created by `total += x` in a loop (TL003)
+    context: tuple = ()  # the chain of inlined calls it was created under
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"
@@ -102,13 +103,16 @@ class ModuleRef:
     saves: Saves
     recurrent: bool = False
     frozen: bool = False  # `requires_grad_(False)` / parameters switched off
-    user_class: Optional[cst.ClassDef] = None
+    user_class: Optional[cst.ClassDef] = field(default=None, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class FunctionRef:
+    """A function of this module. `closure` is the environment it was defined
+    in, for a nested function: its free names resolve there."""
+
     node: cst.FunctionDef
-    owner: Optional[cst.ClassDef] = None  # the class, for methods
+    closure: Optional[dict] = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,7 @@ class BackwardEvent:
     api: str  # "loss.backward()", "torch.autograd.grad(...)"
     is_grad: bool = False  # torch.autograd.grad (does not touch .grad)
     creates_graph: bool = False
+    context: tuple = ()  # the chain of inlined calls it runs under
 
 
 class HazardKind(str, Enum):

@@ -163,9 +163,12 @@ class ModuleAnalysis:
         self.classes: dict[str, ClassInfo] = {}
         self.nodes: dict[tuple, AbstractNode] = {}
         self.lists: dict[tuple, ListRef] = {}
+        self.function_refs: dict[tuple, FunctionRef] = {}
+        self.inlined_methods: set[cst.FunctionDef] = set()
         self.carried: dict[tuple, Carried] = {}
         self.events: dict[tuple, BackwardEvent] = {}
         self.hazards: dict[tuple, Hazard] = {}
+        self.reused_nodes: dict[tuple, AbstractNode] = {}  # hazard key -> the reused node
         self.accumulations: dict[tuple, Accumulation] = {}
         self.loops_with_backward: set[Loop] = set()
         self.loop_sites: dict[Loop, tuple[Sequence[cst.CSTNode], int]] = {}
@@ -189,6 +192,9 @@ class ModuleAnalysis:
             elif isinstance(stmt, cst.ClassDef):
                 self.classes[stmt.name.value] = self._class_info(stmt)
         try:
+            for info in self.classes.values():  # what instances hold, for calls in module code
+                if "__init__" in info.methods:
+                    info.state = self._analyze_function(info.methods["__init__"], info, {}, collect_self=True)
             top = Frame(self, scope=self.module, loops=(), context=(), owner=None, fallback=())
             self.module_env = top.exec_block(body, State({}, {}, {})).env
             for fn in self.functions.values():
@@ -204,9 +210,13 @@ class ModuleAnalysis:
             raise OutOfBudget
 
     def results(self) -> list[Hazard]:
-        found = list(self.hazards.values())
-        found.extend(accumulation_hazards(self))
-        return found
+        """Every hazard found. A running total that TL003 reports is not
+        reported again as the reused node of a later walk: one finding, one
+        root cause."""
+        accumulated = accumulation_hazards(self)
+        totals = {id(node) for node in accumulated}
+        found = [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in totals]
+        return found + list(accumulated.values())
 
     def _class_info(self, node: cst.ClassDef) -> ClassInfo:
         methods = {s.name.value: s for s in node.body.body if isinstance(s, cst.FunctionDef)}
@@ -244,6 +254,8 @@ class ModuleAnalysis:
         for key, vals in extra.items():
             info.state[key] = info.state.get(key, EMPTY) | vals
         for fn in steps:
+            if fn in self.inlined_methods:
+                continue  # a helper of another method (`backward_G()` of `optimize_parameters()`)
             self._analyze_function(fn, owner=info, initial=info.state, implicit_loop=True)
 
     def _analyze_function(
@@ -301,7 +313,8 @@ class ModuleAnalysis:
         key = (site, frame.context, frame.loops)
         existing = self.nodes.get(key)
         if existing is None:
-            node = AbstractNode(site, frame.loops, tracked, leaf, saves, op, list(dict.fromkeys(graph_parents)))
+            node = AbstractNode(site, frame.loops, tracked, leaf, saves, op, list(dict.fromkeys(graph_parents)),
+                                context=frame.context)
             self.nodes[key] = node
             self.changes += 1
             return node
@@ -354,7 +367,7 @@ class ModuleAnalysis:
     def note_accumulation(self, frame: "Frame", statement: cst.CSTNode, target: cst.BaseExpression,
                           lists: Sequence[ListRef], added: Vals, node: Optional[AbstractNode], state: State) -> None:
         accumulation.note(self, frame.loops, frame.context, statement, target, lists,
-                          frame.graph_values(added), node, state.no_grad)
+                          frame.graph_values(added, state), node, state.no_grad)
 
     # ------------------------------------------------------------- hazards
 
@@ -371,15 +384,16 @@ class ModuleAnalysis:
         if event.retains is Retains.NO:
             for key in walked:
                 state.released.setdefault(key, event)
+                state.retained.pop(key, None)
         elif event.retains is Retains.YES and not event.is_grad and not event.creates_graph:
             for key in walked:
-                state.retained.setdefault(key, event)
+                state.retained[key] = event  # the latest retain is the one the next backward relies on
 
     def _record_reuse(self, event: BackwardEvent, reuse: hazards.Reuse) -> None:
         node, age = reuse.frontier
         first = reuse.first
-        if not self.is_tracked(node) or node.accumulator:
-            return  # unknown provenance, or TL003's to report
+        if not self.is_tracked(node):
+            return  # unknown provenance: never a confident report
         loop: Optional[Loop] = None
         name = self.display_name(node)
         real_roots = [r.node if isinstance(r, Carried) else r for r in event.roots]
@@ -405,10 +419,11 @@ class ModuleAnalysis:
         key = (kind, event.call, first.call, node.site)
         if key in self.hazards:
             return
+        self.reused_nodes[key] = node
         self.hazards[key] = Hazard(
             kind=kind,
             value=name,
-            definition=node.site,
+            definition=_definition_site(node, event) if kind is HazardKind.CARRIED else node.site,
             fails_under_torch=reuse.fails_under_torch,
             saves_assumed=reuse.fails_under_torch and reuse.saves_assumed,
             op=", ".join(reuse.assumed_ops),
@@ -420,17 +435,14 @@ class ModuleAnalysis:
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
         if event.is_grad:
             return
-        roots = {id(r.node if isinstance(r, Carried) else r) for r in event.roots}
         for key, _ in hazards.walk(event.roots):
             earlier = state.retained.get(key)
             if earlier is None or earlier is event or earlier.scope is not event.scope:
                 continue
-            if roots & {id(r.node if isinstance(r, Carried) else r) for r in earlier.roots}:
-                continue  # the same loss walked twice: nothing to combine
             node = key[0]
             if not self.is_tracked(node):
                 continue
-            hkey = (HazardKind.RETAIN_TO_COMBINE, event.call, earlier.call)
+            hkey = (HazardKind.RETAIN_TO_COMBINE, earlier.call)
             if hkey not in self.hazards:
                 self.hazards[hkey] = Hazard(
                     kind=HazardKind.RETAIN_TO_COMBINE,
@@ -534,7 +546,13 @@ class Frame:
         if isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
             return self.exec_try(stmt, state)
         if isinstance(stmt, cst.FunctionDef):
-            state.env[stmt.name.value] = frozenset((FunctionRef(stmt, self.owner.node if self.owner else None),))
+            key = (stmt, self.context, self.loops)
+            ref = self.a.function_refs.get(key)
+            if ref is None:
+                ref = self.a.function_refs[key] = FunctionRef(stmt)
+            if not self.is_module:
+                ref.closure = state.env  # a closure sees its defining scope, later bindings included
+            state.env[stmt.name.value] = frozenset((ref,))
             return state
         if isinstance(stmt, cst.ClassDef):
             info = self.a.classes.get(stmt.name.value)
@@ -652,9 +670,13 @@ class Frame:
                     value.name = name
 
         def age(keys: dict[Key, BackwardEvent]) -> dict[Key, BackwardEvent]:
+            """This iteration's tensors (and those of loops nested in this one)
+            become "the previous iteration's"; older ones stay older."""
             aged: dict[Key, BackwardEvent] = {}
             for (node, when), event in keys.items():
-                aged.setdefault((node, loop) if loop in node.loops else (node, when), event)
+                if loop in node.loops:
+                    when = hazards.older(node, when, loop) if when is not None else loop
+                aged.setdefault((node, when), event)
             return aged
 
         return State(env, age(state.released), age(state.retained), state.no_grad)
@@ -710,7 +732,7 @@ class Frame:
                 state.env[lst.key] = state.env.get(lst.key, EMPTY) | elements
             self.a.note_accumulation(self, stmt, stmt.target, lists, elements, None, state)
             return
-        parents = self.graph_values(prior) + self.graph_values(added)
+        parents = self.graph_values(prior, state) + self.graph_values(added, state)
         if not parents:
             self.bind(stmt.target, EMPTY, state)
             return
@@ -795,10 +817,10 @@ class Frame:
             lists = [v for v in base_vals if isinstance(v, ListRef)]
             for lst in lists:
                 state.env[lst.key] = state.env.get(lst.key, EMPTY) | vals
-            tensors = self.graph_values(base_vals)
+            tensors = self.graph_values(base_vals, state)
             key = self.target_key(target)
             if tensors and not lists and key is not None and isinstance(target.value, (cst.Name, cst.Attribute)):
-                node = self.a.node(self, state, target, "index_put", tensors + self.graph_values(vals), Saves.UNKNOWN)
+                node = self.a.node(self, state, target, "index_put", tensors + self.graph_values(vals, state), Saves.UNKNOWN)
                 self.bind(target.value, frozenset((node,)), state)
             elif key is not None and not lists:
                 state.env[key] = state.env.get(key, EMPTY) | vals
@@ -907,7 +929,11 @@ class Frame:
             if name in env:
                 return env[name]
         if name in self.a.functions:
-            return frozenset((FunctionRef(self.a.functions[name]),))
+            fn = self.a.functions[name]
+            ref = self.a.function_refs.get((fn, (), ()))
+            if ref is None:
+                ref = self.a.function_refs[(fn, (), ())] = FunctionRef(fn)
+            return frozenset((ref,))
         if name in self.a.classes:
             info = self.a.classes[name]
             return frozenset((ClassRef(info.node, info.is_module, info.parametric),))
@@ -942,7 +968,11 @@ class Frame:
                 else:
                     out.add(value)  # `.values`, `.logits`, `.loss`: the same graph
             elif isinstance(value, ModuleRef):
-                out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
+                info = self._user_class(value)
+                if info is not None and f"self.{attr}" in info.state:
+                    out |= info.state[f"self.{attr}"]
+                else:
+                    out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
             elif isinstance(value, SelfRef):
                 out.add(OPAQUE)
             elif isinstance(value, (ListRef, TupleVal, FunctionRef, ClassRef)):
@@ -958,7 +988,7 @@ class Frame:
         lists = [v for v in left | right if isinstance(v, ListRef)]
         if lists and symbol == "+":
             return frozenset(lists)
-        parents = self.graph_values(left) + self.graph_values(right)
+        parents = self.graph_values(left, state) + self.graph_values(right, state)
         if not parents:
             return EMPTY
         if symbol is None:  # bitwise operators: masks, never graph
@@ -969,7 +999,7 @@ class Frame:
         vals = self.eval(expr.expression, state)
         if isinstance(expr.operator, (cst.Not, cst.BitInvert)):
             return EMPTY
-        parents = self.graph_values(vals)
+        parents = self.graph_values(vals, state)
         if not parents or isinstance(expr.operator, cst.Plus):
             return vals
         return frozenset((self.a.node(self, state, expr, "neg", parents, Saves.NOTHING),))
@@ -999,7 +1029,7 @@ class Frame:
                 index_vals |= vals
                 if isinstance(index_expr, cst.Integer):
                     literal_index = int(index_expr.value, 0)
-                elif isinstance(index_expr, (cst.List, cst.Tuple)) or self.graph_values(vals):
+                elif isinstance(index_expr, (cst.List, cst.Tuple)) or self.graph_values(vals, state):
                     basic = False
             elif isinstance(element.slice, cst.Slice):
                 self._eval_children(element.slice, state)
@@ -1088,7 +1118,7 @@ class Frame:
 
     # -------------------------------------------------------------- values
 
-    def graph_values(self, vals: Iterable[Value]) -> list:
+    def graph_values(self, vals: Iterable[Value], state: State) -> list:
         """The graph nodes a value contributes as an operand: tensors, the
         parameters of a module, the elements of tuples and lists."""
         out: list = []
@@ -1097,7 +1127,9 @@ class Frame:
                 out.append(value)
             elif isinstance(value, TupleVal):
                 for item in value.items:
-                    out.extend(self.graph_values(item))
+                    out.extend(self.graph_values(item, state))
+            elif isinstance(value, ListRef):
+                out.extend(v for v in state.env.get(value.key, EMPTY) if isinstance(v, (AbstractNode, Carried)))
             elif isinstance(value, ModuleRef):
                 out.append(self._parameter_leaf(value))
         return out
@@ -1140,7 +1172,7 @@ class Frame:
             self.backward(call, roots, state, f"{raw}(...)", positional_offset=None)
             return EMPTY
         if raw is not None and self._matches(raw, self.a.tracked_names):
-            parents = [p for _, v in args for p in self.graph_values(v)]
+            parents = [p for _, v in args for p in self.graph_values(v, state)]
             return frozenset((self.a.node(self, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
         name = self.canonical(func)
         if name is not None and (name == "torch" or name.startswith("torch.")):
@@ -1164,7 +1196,7 @@ class Frame:
         for _, vals in args:
             for value in vals:
                 if isinstance(value, FunctionRef) and not value.node.params.params:
-                    self.inline(value.node, value.node, [], state, owner=None)
+                    self.inline(value.node, value.node, [], state, owner=None, closure=value.closure)
 
     def torch_call(self, call: cst.Call, name: str, args: list, state: State) -> Vals:
         last = name.rsplit(".", 1)[-1]
@@ -1193,7 +1225,7 @@ class Frame:
         if name.startswith(("torch.optim", "torch.utils", "torch.cuda", "torch.distributed", "torch.backends",
                             "torch.jit", "torch.onnx", "torch.hub")) or last in ops.UNTRACKING:
             return EMPTY
-        parents = [p for _, v in args for p in self.graph_values(v)]
+        parents = [p for _, v in args for p in self.graph_values(v, state)]
         if not parents:
             return EMPTY
         return frozenset((self.a.node(self, state, call, last, parents, ops.function_saves(last)),))
@@ -1248,7 +1280,7 @@ class Frame:
             return frozenset((leaf,))
         if method in _TENSOR_SELF_METHODS:
             return frozenset(tensors)
-        parents = list(tensors) + [p for _, v in args for p in self.graph_values(v)]
+        parents = list(tensors) + [p for _, v in args for p in self.graph_values(v, state)]
         node = self.a.node(self, state, call, method, parents, ops.function_saves(method))
         if method.endswith("_") and not method.endswith("__"):
             key = self.target_key(func.value)
@@ -1271,11 +1303,19 @@ class Frame:
             return frozenset((self._parameter_leaf(module),))
         if method == "forward":
             return self.module_call(call, func.value, module, args, state)
-        if module.user_class is not None:
-            info = self.a.classes.get(module.user_class.name.value)
-            if info is not None and method in info.methods:
-                return self.unknown_call(call, args, state, receiver_unknown=module.parametric)
+        info = self._user_class(module)
+        if info is not None:
+            if method in info.methods:
+                return self.inline(call, info.methods[method], args, state, owner=info, share_self=False)
+            if f"self.{method}" in info.state:  # a submodule: `model.body(x)`
+                return self.call_values(call, func, info.state[f"self.{method}"], args, state)
         return EMPTY
+
+    def _user_class(self, module: ModuleRef) -> Optional[ClassInfo]:
+        if module.user_class is None:
+            return None
+        info = self.a.classes.get(module.user_class.name.value)
+        return info if info is not None and info.node is module.user_class else None
 
     def list_method(self, call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: list,
                     state: State) -> Vals:
@@ -1298,7 +1338,7 @@ class Frame:
             return self.builtin_call(call, func.value, args, state)
         for value in callee:
             if isinstance(value, FunctionRef):
-                out |= self.inline(call, value.node, args, state, owner=None)
+                out |= self.inline(call, value.node, args, state, owner=None, closure=value.closure)
             elif isinstance(value, ClassRef):
                 if value.is_module:
                     saves = Saves.TENSORS if value.parametric else Saves.UNKNOWN
@@ -1313,12 +1353,12 @@ class Frame:
 
     def builtin_call(self, call: cst.Call, name: str, args: list, state: State) -> Vals:
         if name == "sum" and args:
-            parents = self.graph_values(self.elements(args[0][1], state))
+            parents = self.graph_values(self.elements(args[0][1], state), state)
             if not parents:
                 return EMPTY
             return frozenset((self.a.node(self, state, call, "sum", parents, Saves.NOTHING),))
         if name in ("max", "min", "abs", "pow") and args:
-            parents = [p for _, v in args for p in self.graph_values(v)]
+            parents = [p for _, v in args for p in self.graph_values(v, state)]
             if parents:
                 return frozenset((self.a.node(self, state, call, name, parents, Saves.TENSORS),))
             return EMPTY
@@ -1337,7 +1377,12 @@ class Frame:
 
     def module_call(self, call: cst.Call, func: cst.BaseExpression, module: ModuleRef, args: list,
                     state: State) -> Vals:
-        parents = [p for _, v in args for p in self.graph_values(v)]
+        info = self._user_class(module)
+        if info is not None and "forward" in info.methods and not module.frozen:
+            result = self.inline(call, info.methods["forward"], args, state, owner=info, share_self=False)
+            if result:
+                return result
+        parents = [p for _, v in args for p in self.graph_values(v, state)]
         tracked = None
         if module.parametric and not module.frozen:
             tracked = Tracked.YES
@@ -1347,7 +1392,7 @@ class Frame:
         return frozenset((node,))
 
     def unknown_call(self, call: cst.Call, args: list, state: State, receiver_unknown: bool) -> Vals:
-        parents = [p for _, v in args for p in self.graph_values(v)]
+        parents = [p for _, v in args for p in self.graph_values(v, state)]
         if receiver_unknown:
             parents.append(OPAQUE)
         if not parents:
@@ -1356,27 +1401,30 @@ class Frame:
         return frozenset((self.a.node(self, state, call, label, parents, Saves.UNKNOWN),))
 
     def inline(self, call: cst.CSTNode, fn: cst.FunctionDef, args: list, state: State,
-               owner: Optional[ClassInfo]) -> Vals:
+               owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True) -> Vals:
         """Interpret a call of a function of this module at its call site, so
         the nodes it creates and the backwards it runs sit in the caller's
         loops (a training step called once per iteration)."""
         if self.depth >= INLINE_DEPTH or self.a.inline_budget <= 0 or fn in self.context:
             return self.unknown_call(call, args, state, receiver_unknown=True) if isinstance(call, cst.Call) else EMPTY
         self.a.inline_budget -= 1
+        if share_self and owner is not None:
+            self.a.inlined_methods.add(fn)
         nested = isinstance(self.scope, cst.FunctionDef) and _encloses(self.scope, fn)
         fallback = ((state.env,) if self.is_module or nested else ()) + self.fallback
+        if closure is not None and closure is not state.env:
+            fallback = (closure,) + fallback
         callee_owner = owner if owner is not None else (self.owner if nested else None)
         callee = Frame(self.a, scope=fn, loops=self.loops, context=self.context + (call, fn), owner=callee_owner,
                        fallback=fallback, depth=self.depth + 1)
         inner = State({}, state.released, state.retained, state.no_grad or _is_no_grad_function(fn, self.a))
-        if owner is not None:
-            inner.env.update({k: v for k, v in state.env.items() if k.startswith("self.") or k.startswith("<list@")})
-        else:
-            inner.env.update({k: v for k, v in state.env.items() if k.startswith("<list@")})
+        share_self = share_self and owner is not None
+        inner.env.update({k: v for k, v in state.env.items()
+                          if k.startswith("<list@") or (share_self and k.startswith("self."))})
         callee.bind_parameters(fn, inner, method=owner is not None, args=args)
         end = callee.exec_block(fn.body.body, inner)
         for key, vals in end.env.items():
-            if key.startswith("<list@") or (owner is not None and key.startswith("self.")) or key in callee.globals:
+            if key.startswith("<list@") or (share_self and key.startswith("self.")) or key in callee.globals:
                 state.env[key] = vals
         state.released.update(end.released)
         state.retained.update(end.retained)
@@ -1406,17 +1454,29 @@ class Frame:
             retains = Retains.NO
         key = (call, self.context, self.loops)
         event = self.a.events.get(key)
-        graph_roots = [v for v in self.graph_values(self.elements(roots, state) | roots) if v is not OPAQUE]
+        graph_roots = [v for v in self.graph_values(self.elements(roots, state) | roots, state) if v is not OPAQUE]
         if event is None:
             self.a.order += 1
             event = BackwardEvent(call, graph_roots, retains, self.loops, self.a.order, self.scope, api, is_grad,
-                                  creates)
+                                  creates, self.context)
             self.a.events[key] = event
         else:
             for root in graph_roots:
                 if not any(root is r for r in event.roots):
                     event.roots.append(root)
         self.a.on_backward(event, state)
+
+
+def _definition_site(node: AbstractNode, event: BackwardEvent) -> cst.CSTNode:
+    """Where a carried value is re-created in the loop: a node made inside a
+    function that the loop called (`model(x, h)` running `forward`) is
+    reported at that call, where the user detaches what is carried."""
+    depth = len(event.context)
+    if node.context[:depth] == event.context and len(node.context) > depth:
+        call = node.context[depth]
+        if isinstance(call, cst.Call):
+            return call
+    return node.site
 
 
 def _keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

@@ -1,0 +1,274 @@
+"""The module a program imports as `torch` when it runs on the engine.
+
+Only what is listed here exists; any other `torch.X` raises
+`NotSupportedByEngine`, so an unmodelled API can never pass for a clean run.
+`install()` puts this tree in `sys.modules` under the name `torch`.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from importlib.abc import MetaPathFinder
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes, methods, ops, rng
+from ..errors import NotSupportedByEngine
+from ..methods import MinMax, Size, device  # noqa: F401 - torch.Size, torch.device
+from ..tape import Tensor
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
+
+__version__ = "2.13.0+tapelint.engine"
+
+float16 = half = dtypes.float16
+float32 = float = dtypes.float32  # noqa: A001 - PyTorch's names
+float64 = double = dtypes.float64
+uint8 = dtypes.uint8
+int8 = dtypes.int8
+int16 = short = dtypes.int16
+int32 = int = dtypes.int32  # noqa: A001
+int64 = long = dtypes.int64
+bool = dtypes.bool_  # noqa: A001
+dtype = dtypes.DType
+
+
+# ------------------------------------------------------------------ creation
+
+
+def _dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype | None:
+    return dtypes.as_np(dtype) if dtype is not None else default
+
+
+def _make(arr: np.ndarray, requires_grad: Any = False, device: Any = None) -> Tensor:
+    if device is not None:
+        methods.device(device)
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+def _plain(data: Any) -> Any:
+    """Python data with tensors replaced by their values (torch.tensor accepts both)."""
+    if isinstance(data, Tensor):
+        return data.arr
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    return data
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
+           pin_memory: Any = False) -> Tensor:
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                      ".requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
+    plain = _plain(data)
+    arr = np.array(plain, dtype=_dtype(dtype, dtypes.infer(plain) if not isinstance(data, Tensor)
+                                        else data.arr.dtype))
+    return _make(arr, requires_grad, device)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and dtype is None:
+        return data
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    return Tensor(arr)
+
+
+def _creator(fill: Any) -> Any:
+    def create(*size: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
+               **_: Any) -> Tensor:
+        shape = methods._shape_args(size)
+        return _make(fill(shape, _dtype(dtype, dtypes.DEFAULT_FLOAT.np)), requires_grad, device)
+    return create
+
+
+zeros = _creator(lambda s, dt: np.zeros(s, dt))
+ones = _creator(lambda s, dt: np.ones(s, dt))
+empty = zeros
+randn = _creator(lambda s, dt: rng.generator().standard_normal(s).astype(dt))
+rand = _creator(lambda s, dt: rng.generator().random(s).astype(dt))
+
+
+def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: Any = False) -> Tensor:
+    default = dtypes.infer(fill_value)
+    return _make(np.full(tuple(size), fill_value, _dtype(dtype, default)), requires_grad, device)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+           requires_grad: Any = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    default = dtypes.infer([start, end, step])
+    return _make(np.arange(start, end, step).astype(_dtype(dtype, default)), requires_grad, device)
+
+
+def linspace(start: Any, end: Any, steps: Any, dtype: Any = None, device: Any = None,
+             requires_grad: Any = False) -> Tensor:
+    return _make(np.linspace(start, end, steps).astype(_dtype(dtype, dtypes.DEFAULT_FLOAT.np)),
+                 requires_grad, device)
+
+
+def eye(n: Any, m: Any = None, dtype: Any = None, device: Any = None,
+        requires_grad: Any = False) -> Tensor:
+    return _make(np.eye(n, m, dtype=_dtype(dtype, dtypes.DEFAULT_FLOAT.np)), requires_grad, device)
+
+
+def randint(low: Any, high: Any = None, size: Any = None, dtype: Any = None, device: Any = None,
+            requires_grad: Any = False) -> Tensor:
+    if size is None:
+        low, high, size = 0, low, high
+    arr = rng.generator().integers(low, high, tuple(size)).astype(_dtype(dtype, np.dtype(np.int64)))
+    return _make(arr, requires_grad, device)
+
+
+def randperm(n: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
+    return _make(rng.generator().permutation(n).astype(_dtype(dtype, np.dtype(np.int64))),
+                 requires_grad, device)
+
+
+def normal(mean: Any, std: Any, size: Any = None, **kw: Any) -> Tensor:
+    m = mean.arr if isinstance(mean, Tensor) else mean
+    s = std.arr if isinstance(std, Tensor) else std
+    shape = tuple(size) if size is not None else np.broadcast(m, s).shape
+    return Tensor(rng.generator().normal(m, s, shape).astype(dtypes.DEFAULT_FLOAT.np))
+
+
+def _like(fill: Any) -> Any:
+    def create(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: Any = False,
+               **_: Any) -> Tensor:
+        dt = _dtype(dtype, t.arr.dtype)
+        return _make(np.asarray(fill(t.arr.shape, dt)), requires_grad, device)
+    return create
+
+
+zeros_like = _like(lambda s, dt: np.zeros(s, dt))
+ones_like = _like(lambda s, dt: np.ones(s, dt))
+empty_like = zeros_like
+randn_like = _like(lambda s, dt: rng.generator().standard_normal(s).astype(dt))
+rand_like = _like(lambda s, dt: rng.generator().random(s).astype(dt))
+
+
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+              requires_grad: Any = False) -> Tensor:
+    return _make(np.full(t.arr.shape, fill_value, _dtype(dtype, t.arr.dtype)), requires_grad, device)
+
+
+def manual_seed(seed: Any) -> None:
+    rng.manual_seed(seed)
+
+
+def get_default_dtype() -> dtypes.DType:
+    return dtypes.DEFAULT_FLOAT
+
+
+def set_default_dtype(d: Any) -> None:
+    if d is not dtypes.float32:
+        raise NotSupportedByEngine("torch.set_default_dtype")
+
+
+def is_tensor(x: Any) -> Any:
+    return isinstance(x, Tensor)
+
+
+def is_floating_point(x: Tensor) -> Any:
+    return x.arr.dtype.kind == "f"
+
+
+def numel(x: Tensor) -> Any:
+    return x.arr.size
+
+
+# ------------------------------------------------------------------ functions
+
+M = methods.METHODS
+add, sub, subtract, mul, multiply = ops.add, ops.sub, ops.sub, ops.mul, ops.mul
+div = divide = true_divide = ops.div
+pow = ops.pow  # noqa: A001
+neg, negative, abs, sign = ops.neg, ops.neg, ops.abs, ops.sign  # noqa: A001
+exp, log, log1p, sqrt, rsqrt = ops.exp, ops.log, ops.log1p, ops.sqrt, ops.rsqrt
+reciprocal, sin, cos, tanh, sigmoid, relu = (ops.reciprocal, ops.sin, ops.cos, ops.tanh,
+                                             ops.sigmoid, ops.relu)
+square = M["square"]
+maximum, minimum, where = ops.maximum, ops.minimum, ops.where
+clamp = clip = ops.clamp
+clamp_min, clamp_max = M["clamp_min"], M["clamp_max"]
+sum, mean, var, std, norm = ops.sum, ops.mean, ops.var, ops.std, ops.norm  # noqa: A001
+logsumexp, softmax, log_softmax, cumsum = ops.logsumexp, ops.softmax, ops.log_softmax, ops.cumsum
+max, min, amax, amin = M["max"], M["min"], M["amax"], M["amin"]  # noqa: A001
+argmax, argmin, topk, sort, argsort = M["argmax"], M["argmin"], M["topk"], M["sort"], M["argsort"]
+all, any = M["all"], M["any"]  # noqa: A001
+eq, ne, gt, ge, lt, le = M["eq"], M["ne"], M["gt"], M["ge"], M["lt"], M["le"]
+isnan, isfinite, equal = M["isnan"], M["isfinite"], M["equal"]
+matmul = mm = bmm = dot = ops.matmul
+reshape, flatten, unflatten, squeeze = M["reshape"], M["flatten"], M["unflatten"], M["squeeze"]
+unsqueeze, transpose, swapaxes, permute, t = (ops.unsqueeze, ops.transpose, ops.transpose,
+                                              M["permute"], M["t"])
+flip, roll, narrow, select = M["flip"], M["roll"], M["narrow"], M["select"]
+split, chunk, unbind = M["split"], M["chunk"], M["unbind"]
+gather, index_select, masked_fill = ops.gather, M["index_select"], M["masked_fill"]
+cat = concat = concatenate = ops.cat
+stack = ops.stack
+clone = ops.clone
+detach = M["detach"]
+
+
+def allclose(a: Tensor, b: Tensor, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
+    return np.allclose(a.arr, b.arr, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def broadcast_tensors(*ts: Tensor) -> tuple[Tensor, ...]:
+    shape = np.broadcast_shapes(*(t.arr.shape for t in ts))
+    return tuple(ops.expand(t, shape) for t in ts)
+
+
+# --------------------------------------------------------------- submodules
+
+from . import autograd, cuda, linalg, nn, optim  # noqa: E402
+from .nn import functional as _functional  # noqa: E402,F401
+
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise NotSupportedByEngine(f"torch.{name}")
+
+
+SUBMODULES = ("autograd", "cuda", "linalg", "nn", "nn.functional", "nn.init", "nn.utils", "optim")
+
+
+class _Unsupported(MetaPathFinder):
+    """Any `torch.*` submodule the facade lacks fails as unsupported, not as missing."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname.startswith("torch.") and fullname not in sys.modules:
+            raise NotSupportedByEngine(fullname)
+        return None
+
+
+_FINDER = _Unsupported()
+
+
+def install() -> None:
+    """Make `import torch` (and its listed submodules) load this facade."""
+    me = sys.modules[__name__]
+    sys.modules["torch"] = me
+    for sub in SUBMODULES:
+        sys.modules["torch." + sub] = sys.modules[f"{__name__}.{sub}"]
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+def uninstall() -> None:
+    for name in ["torch"] + ["torch." + s for s in SUBMODULES]:
+        sys.modules.pop(name, None)
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+

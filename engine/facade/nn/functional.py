@@ -1,0 +1,219 @@
+"""`torch.nn.functional`: activations, layers and losses, composed from the tape's ops.
+
+Composites save what their parts save; every loss PyTorch measures as saving
+(all of them) therefore saves here too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ... import ops, rng
+from ...errors import NotSupportedByEngine
+from ...tape import Tensor
+
+relu, tanh, sigmoid = ops.relu, ops.tanh, ops.sigmoid
+leaky_relu, softmax, log_softmax, linear, pad = (ops.leaky_relu, ops.softmax, ops.log_softmax,
+                                                 ops.linear, ops.pad)
+
+
+def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    if inplace:
+        raise NotSupportedByEngine("inplace=True activations")
+    return out
+
+
+def relu_(x: Tensor) -> Tensor:
+    return x.relu_()
+
+
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
+    return ops.clamp(x, 0.0, 6.0)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if approximate == "tanh":
+        inner = (x + 0.044715 * x ** 3) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (1.0 + ops.tanh(inner))
+    return x * 0.5 * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    return _inplace_result(x, x * ops.sigmoid(x), inplace)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    bx = x * beta
+    return ops.where(bx.arr > threshold, x, -ops.logsigmoid(-bx) / beta)
+
+
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    neg = (ops.exp(ops.clamp(x, max=0.0)) - 1.0) * alpha
+    return _inplace_result(x, ops.where(x.arr > 0, x, neg), inplace)
+
+
+logsigmoid = ops.logsigmoid
+
+
+def softmin(x: Tensor, dim: int) -> Tensor:
+    return ops.softmax(-x, dim)
+
+
+def normalize(x: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    n = ops.clamp(ops.norm(x, p, dim, keepdim=True), min=eps)
+    return x / n
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    n1 = ops.clamp(ops.norm(x1, 2, dim), min=eps)
+    n2 = ops.clamp(ops.norm(x2, 2, dim), min=eps)
+    return ops.sum(x1 * x2, dim) / (n1 * n2)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """KL(target || exp(input)) pointwise; `batchmean` divides by the batch size."""
+    if log_target:
+        loss = ops.exp(target) * (target - input)
+    else:
+        t = target.arr
+        logt = ops.const(np.where(t > 0, np.log(np.where(t > 0, t, 1)), 0).astype(t.dtype))
+        loss = target * (logt - input)
+    if reduction == "batchmean":
+        return ops.sum(loss) / float(input.arr.shape[0])
+    return _reduce(loss, reduction)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Identity (no node) in eval or with p=0; else a multiply by the scaled mask, as on CPU."""
+    if not training or p == 0:
+        return x
+    keep = rng.generator().random(x.arr.shape) >= p
+    scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
+    return x * ops.const((keep * scale).astype(x.arr.dtype))
+
+
+def embedding(idx: Tensor, weight: Tensor, padding_idx: int | None = None, **_: Any) -> Tensor:
+    return ops.index(weight, np.asarray(idx.arr if isinstance(idx, Tensor) else idx))
+
+
+def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
+    n = int(t.arr.max()) + 1 if num_classes < 0 else num_classes
+    return Tensor(np.eye(n, dtype=np.int64)[t.arr])
+
+
+def layer_norm(x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    dims = tuple(range(-len(tuple(normalized_shape)), 0))
+    mu = ops.mean(x, dims, keepdim=True)
+    centered = x - mu
+    var = ops.mean(centered * centered, dims, keepdim=True)
+    out = centered * ops.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# ------------------------------------------------------------------- losses
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return ops.mean(loss)
+    if reduction == "sum":
+        return ops.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+             reduction: str = "mean", weight: Any = None) -> Tensor:
+    d = input - target
+    return _reduce(d ** 2, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+            reduction: str = "mean") -> Tensor:
+    return _reduce(ops.abs(input - target), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    d = ops.abs(input - target)
+    return _reduce(ops.where(d.arr < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+             size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood over dim 1 (dim 0 for an unbatched input)."""
+    cdim = 1 if input.arr.ndim > 1 else 0
+    tgt = target.arr.astype(np.int64)
+    valid = tgt != ignore_index
+    safe = np.where(valid, tgt, 0)
+    picked = ops.gather(input, cdim, np.expand_dims(safe, cdim)).squeeze(cdim)
+    w = np.ones(tgt.shape, input.arr.dtype) if weight is None else weight.arr[safe]
+    w = (w * valid).astype(input.arr.dtype)
+    loss = -picked * ops.const(w)
+    if reduction == "mean":
+        return ops.sum(loss) / float(w.sum())
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    cdim = 1 if input.arr.ndim > 1 else 0
+    logp = ops.log_softmax(input, cdim)
+    if target.arr.dtype.kind == "f":  # class probabilities
+        if label_smoothing:
+            n = input.arr.shape[cdim]
+            target = target * (1 - label_smoothing) + label_smoothing / n
+        w = 1.0 if weight is None else ops.reshape(weight, (-1,) + (1,) * (input.arr.ndim - cdim - 1))
+        return _reduce(-ops.sum(logp * target * w, cdim), reduction)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return nll
+    if weight is not None:
+        raise NotSupportedByEngine("cross_entropy with both weight and label_smoothing")
+    valid = (target.arr != ignore_index).astype(input.arr.dtype)
+    smooth = -ops.mean(logp, cdim) * ops.const(valid)
+    smooth = ops.sum(smooth) / float(valid.sum()) if reduction == "mean" else _reduce(smooth, reduction)
+    return nll * (1 - label_smoothing) + smooth * label_smoothing
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
+                                     weight: Tensor | None = None, size_average: Any = None,
+                                     reduce: Any = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    log_one_plus_exp_neg = -ops.logsigmoid(input)
+    if pos_weight is None:
+        loss = (1 - target) * input + log_one_plus_exp_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_one_plus_exp_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    log_p = ops.clamp(ops.log(input), min=-100.0)
+    log_q = ops.clamp(ops.log(1 - input), min=-100.0)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise NotSupportedByEngine(f"torch.nn.functional.{name}")

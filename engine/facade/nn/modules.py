@@ -1,0 +1,445 @@
+"""`torch.nn.Module`, `Parameter`, containers, and the layers training code uses."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ... import ops, rng
+from ...errors import NotSupportedByEngine
+from ...tape import Tensor
+from . import functional as F
+
+
+class Parameter(Tensor):
+    """A leaf that a Module registers; requires grad unless told otherwise."""
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        arr = data.arr if data is not None else np.zeros(0, np.float32)
+        super().__init__(arr, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def _uniform(shape: tuple[int, ...], bound: float) -> Parameter:
+    arr = rng.generator().uniform(-bound, bound, shape).astype(np.float32)
+    return Parameter(Tensor(arr))
+
+
+class Module:
+    """Registers parameters, buffers and submodules as attributes are set."""
+
+    training: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # -- registration
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._discard(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._discard(name)
+            self._modules[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            params[name] = None
+        elif params is not None and name in self._buffers:
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _discard(self, name: str) -> None:
+        self.__dict__.pop(name, None)
+        for store in (self._parameters, self._buffers, self._modules):
+            store.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        self._buffers[name] = tensor
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # -- traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator["Module"]:
+        return (m for _, m in self.named_modules())
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        return ((n, m) for n, m in self._modules.items() if m is not None)
+
+    def children(self) -> Iterator["Module"]:
+        return (m for _, m in self.named_children())
+
+    def _named(self, store: str, prefix: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix=prefix) if recurse else iter([(prefix, self)])
+        for mprefix, m in mods:
+            for name, t in getattr(m, store).items():
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    yield (f"{mprefix}.{name}" if mprefix else name), t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named("_parameters", prefix, recurse)  # type: ignore[return-value]
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    # -- modes and state
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            _zero_grad(p, set_to_none)
+
+    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> dict:
+        out: dict = OrderedDict() if destination is None else destination
+        for name, t in list(self.named_parameters(prefix.rstrip("."))) + \
+                list(self.named_buffers(prefix.rstrip("."))):
+            out[name] = t if keep_vars else t.detach()
+        return out
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
+        own = dict(self.named_parameters())
+        own.update(self.named_buffers())
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
+                               f"missing {missing}, unexpected {unexpected}")
+        from ...tape import STATE
+        prev, STATE.grad_enabled = STATE.grad_enabled, False
+        try:
+            for k, v in state_dict.items():
+                if k in own:
+                    own[k].copy_(v)
+        finally:
+            STATE.grad_enabled = prev
+        return type("IncompatibleKeys", (), {"missing_keys": missing, "unexpected_keys": unexpected})()
+
+    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        for a in list(args) + list(kwargs.values()):
+            if not isinstance(a, Tensor):
+                from ...methods import _is_dtype, device
+                if _is_dtype(a):
+                    raise NotSupportedByEngine("torch.nn.Module.to(dtype)")
+                device(a)
+        return self
+
+    def cpu(self) -> "Module":
+        return self
+
+    def cuda(self, *args: Any) -> "Module":
+        raise NotSupportedByEngine("torch.nn.Module.cuda")
+
+    def float(self) -> "Module":
+        return self
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"  ({n}): " + repr(m).replace("\n", "\n  ") for n, m in self.named_children()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __getstate__(self) -> dict:
+        return self.__dict__
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
+def _zero_grad(p: Tensor, set_to_none: bool) -> None:
+    if p._grad is None:
+        return
+    if set_to_none:
+        p._grad = None
+    else:
+        p._grad = Tensor(np.zeros_like(p._grad.arr), tid=-1)
+
+
+# --------------------------------------------------------------- containers
+
+
+class Sequential(Module):
+    def __init__(self, *mods: Any) -> None:
+        super().__init__()
+        items = mods[0].items() if len(mods) == 1 and isinstance(mods[0], dict) else \
+            ((str(i), m) for i, m in enumerate(mods))
+        for name, m in items:
+            self.add_module(name, m)
+
+    def __getitem__(self, i: Any) -> Any:
+        mods = list(self._modules.values())
+        return Sequential(*mods[i]) if isinstance(i, slice) else mods[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, m: Module) -> "Sequential":
+        self.add_module(str(len(self)), m)
+        return self
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    def __init__(self, mods: Any = None) -> None:
+        super().__init__()
+        for m in mods or ():
+            self.append(m)
+
+    def append(self, m: Module) -> "ModuleList":
+        self.add_module(str(len(self._modules)), m)
+        return self
+
+    def extend(self, mods: Any) -> "ModuleList":
+        for m in mods:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i: Any) -> Any:
+        mods = list(self._modules.values())
+        return ModuleList(mods[i]) if isinstance(i, slice) else mods[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    def __init__(self, mods: Any = None) -> None:
+        super().__init__()
+        for k, m in dict(mods or {}).items():
+            self.add_module(k, m)
+
+    def __getitem__(self, k: str) -> Module:
+        return self._modules[k]
+
+    def __setitem__(self, k: str, m: Module) -> None:
+        self.add_module(k, m)
+
+    def __contains__(self, k: str) -> bool:
+        return k in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self) -> Any:
+        return self._modules.keys()
+
+    def values(self) -> Any:
+        return self._modules.values()
+
+    def items(self) -> Any:
+        return self._modules.items()
+
+
+# ------------------------------------------------------------------- layers
+
+
+class Linear(Module):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, **_: Any) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = _uniform((out_features, in_features), bound)
+        self.bias = _uniform((out_features,), bound) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 **_: Any) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        arr = rng.generator().standard_normal((num_embeddings, embedding_dim)).astype(np.float32)
+        if padding_idx is not None:
+            arr[padding_idx] = 0
+        self.weight = Parameter(Tensor(arr))
+
+    def forward(self, idx: Tensor) -> Tensor:
+        return F.embedding(idx, self.weight, self.padding_idx)
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, **_: Any) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = Parameter(Tensor(np.ones(shape, np.float32))) if elementwise_affine else None
+        self.bias = Parameter(Tensor(np.zeros(shape, np.float32))) if elementwise_affine and bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class Identity(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+def _activation(name: str, fn: Callable[..., Tensor], *params: str) -> type:
+    """A parameter-free module calling `fn(x, **its constructor arguments)`."""
+
+    def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
+        Module.__init__(self)
+        kwargs.pop("inplace", None)
+        object.__setattr__(self, "_kw", {**dict(zip(params, args)), **kwargs})
+
+    def forward(self: Module, x: Tensor) -> Tensor:
+        return fn(x, **self._kw)
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward})
+
+
+ReLU = _activation("ReLU", lambda x: ops.relu(x))
+ReLU6 = _activation("ReLU6", F.relu6)
+Tanh = _activation("Tanh", lambda x: ops.tanh(x))
+Sigmoid = _activation("Sigmoid", lambda x: ops.sigmoid(x))
+GELU = _activation("GELU", F.gelu, "approximate")
+SiLU = _activation("SiLU", F.silu)
+LeakyReLU = _activation("LeakyReLU", F.leaky_relu, "negative_slope")
+ELU = _activation("ELU", F.elu, "alpha")
+Softplus = _activation("Softplus", F.softplus, "beta", "threshold")
+Softmax = _activation("Softmax", F.softmax, "dim")
+LogSoftmax = _activation("LogSoftmax", F.log_softmax, "dim")
+LogSigmoid = _activation("LogSigmoid", F.logsigmoid)
+
+
+def _loss(name: str, fn: Callable[..., Tensor], *params: str) -> type:
+    """A loss module: constructor arguments become keyword arguments of `fn`."""
+
+    def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
+        Module.__init__(self)
+        kw = {**dict(zip(params, args)), **kwargs}
+        for legacy in ("size_average", "reduce"):
+            kw.pop(legacy, None)
+        object.__setattr__(self, "_kw", kw)
+
+    def forward(self: Module, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return fn(input, target, **self._kw)
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward})
+
+
+MSELoss = _loss("MSELoss", F.mse_loss, "size_average", "reduce", "reduction")
+L1Loss = _loss("L1Loss", F.l1_loss, "size_average", "reduce", "reduction")
+SmoothL1Loss = _loss("SmoothL1Loss", F.smooth_l1_loss, "size_average", "reduce", "reduction", "beta")
+CrossEntropyLoss = _loss("CrossEntropyLoss", F.cross_entropy, "weight", "size_average",
+                         "ignore_index", "reduce", "reduction", "label_smoothing")
+NLLLoss = _loss("NLLLoss", F.nll_loss, "weight", "size_average", "ignore_index", "reduce",
+                "reduction")
+BCEWithLogitsLoss = _loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, "weight",
+                          "size_average", "reduce", "reduction", "pos_weight")
+BCELoss = _loss("BCELoss", F.binary_cross_entropy, "weight", "size_average", "reduce", "reduction")

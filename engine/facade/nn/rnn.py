@@ -1,0 +1,199 @@
+"""RNN, GRU and LSTM (multi-layer, batch_first) and their cells, unrolled on the tape.
+
+PyTorch runs these as fused kernels; here each time step is a few linear,
+sigmoid/tanh and multiply nodes. They save tensors either way, which is what
+hazard detection needs. Parameter names and gate order follow PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ... import ops
+from ...errors import NotSupportedByEngine
+from ...tape import Tensor
+from . import functional as F
+from .modules import Module, _uniform
+
+Step = Callable[[Tensor, Any, tuple], Any]
+
+
+def _rnn_step(nonlinearity: str) -> Step:
+    act = ops.tanh if nonlinearity == "tanh" else ops.relu
+
+    def step(x: Tensor, h: Tensor, w: tuple) -> Tensor:
+        return act(_gates(x, h, w))
+    return step
+
+
+def _gates(x: Tensor, h: Tensor, w: tuple) -> Tensor:
+    w_ih, w_hh, b_ih, b_hh = w
+    return ops.linear(x, w_ih, b_ih) + ops.linear(h, w_hh, b_hh)
+
+
+def _gru_step(x: Tensor, h: Tensor, w: tuple) -> Tensor:
+    w_ih, w_hh, b_ih, b_hh = w
+    gi = ops.linear(x, w_ih, b_ih).chunk(3, -1)
+    gh = ops.linear(h, w_hh, b_hh).chunk(3, -1)
+    r = ops.sigmoid(gi[0] + gh[0])
+    z = ops.sigmoid(gi[1] + gh[1])
+    n = ops.tanh(gi[2] + r * gh[2])
+    return (1 - z) * n + z * h
+
+
+def _lstm_step(x: Tensor, state: tuple[Tensor, Tensor], w: tuple) -> tuple[Tensor, Tensor]:
+    h, c = state
+    i, f, g, o = _gates(x, h, w).chunk(4, -1)
+    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+    return ops.sigmoid(o) * ops.tanh(c), c
+
+
+class _RNNBase(Module):
+    gate_count = 1
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 nonlinearity: str = "tanh", proj_size: int = 0, **_: Any) -> None:
+        super().__init__()
+        if bidirectional or proj_size:
+            raise NotSupportedByEngine(f"torch.nn.{type(self).__name__}(bidirectional/proj_size)")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.batch_first, self.dropout, self.bias = batch_first, dropout, bias
+        self.nonlinearity = nonlinearity
+        k = 1.0 / math.sqrt(hidden_size)
+        g = self.gate_count * hidden_size
+        for layer in range(num_layers):
+            n_in = input_size if layer == 0 else hidden_size
+            setattr(self, f"weight_ih_l{layer}", _uniform((g, n_in), k))
+            setattr(self, f"weight_hh_l{layer}", _uniform((g, hidden_size), k))
+            if bias:
+                setattr(self, f"bias_ih_l{layer}", _uniform((g,), k))
+                setattr(self, f"bias_hh_l{layer}", _uniform((g,), k))
+
+    def _weights(self, layer: int) -> tuple:
+        get = lambda n: getattr(self, f"{n}_l{layer}") if self.bias or n.startswith("w") else None  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+
+    def _step(self) -> Step:
+        return _rnn_step(self.nonlinearity)
+
+    def _zero_state(self, batch: tuple, like: Tensor) -> Tensor:
+        return ops.const(np.zeros((self.num_layers, *batch, self.hidden_size), like.arr.dtype))
+
+    def forward(self, x: Tensor, hx: Any = None) -> tuple:
+        unbatched = x.arr.ndim == 2
+        if unbatched:
+            x = x.unsqueeze(1)
+        elif self.batch_first:
+            x = x.transpose(0, 1)
+        batch = (x.arr.shape[1],)
+        state = self._initial(hx, batch, x, unbatched)
+        step = self._step()
+        finals = []
+        seq = list(x.unbind(0))
+        for layer in range(self.num_layers):
+            w = self._weights(layer)
+            s = self._layer_state(state, layer)
+            outs = []
+            for xt in seq:
+                s = step(xt, s, w)
+                outs.append(s[0] if isinstance(s, tuple) else s)
+            finals.append(s)
+            seq = outs
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                seq = [F.dropout(o, self.dropout, True) for o in seq]
+        out = ops.stack(seq, 0)
+        if unbatched:
+            out = out.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, self._final(finals, unbatched)
+
+    def _initial(self, hx: Any, batch: tuple, x: Tensor, unbatched: bool) -> Any:
+        if hx is None:
+            return self._zero_state(batch, x)
+        return hx.unsqueeze(1) if unbatched else hx
+
+    def _layer_state(self, state: Any, layer: int) -> Any:
+        return state[layer]
+
+    def _final(self, finals: list, unbatched: bool) -> Any:
+        h = ops.stack(finals, 0)
+        return h.squeeze(1) if unbatched else h
+
+
+class RNN(_RNNBase):
+    pass
+
+
+class GRU(_RNNBase):
+    gate_count = 3
+
+    def _step(self) -> Step:
+        return _gru_step
+
+
+class LSTM(_RNNBase):
+    gate_count = 4
+
+    def _step(self) -> Step:
+        return _lstm_step
+
+    def _initial(self, hx: Any, batch: tuple, x: Tensor, unbatched: bool) -> Any:
+        if hx is None:
+            z = self._zero_state(batch, x)
+            return z, z
+        h, c = hx
+        return (h.unsqueeze(1), c.unsqueeze(1)) if unbatched else (h, c)
+
+    def _layer_state(self, state: Any, layer: int) -> Any:
+        return state[0][layer], state[1][layer]
+
+    def _final(self, finals: list, unbatched: bool) -> Any:
+        h = ops.stack([f[0] for f in finals], 0)
+        c = ops.stack([f[1] for f in finals], 0)
+        return (h.squeeze(1), c.squeeze(1)) if unbatched else (h, c)
+
+
+class _CellBase(Module):
+    gate_count = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", **_: Any) -> None:
+        super().__init__()
+        self.input_size, self.hidden_size, self.nonlinearity = input_size, hidden_size, nonlinearity
+        k = 1.0 / math.sqrt(hidden_size)
+        g = self.gate_count * hidden_size
+        self.weight_ih = _uniform((g, input_size), k)
+        self.weight_hh = _uniform((g, hidden_size), k)
+        self.bias_ih = _uniform((g,), k) if bias else None
+        self.bias_hh = _uniform((g,), k) if bias else None
+
+    def _w(self) -> tuple:
+        return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+
+    def _zeros(self, x: Tensor) -> Tensor:
+        return ops.const(np.zeros(x.arr.shape[:-1] + (self.hidden_size,), x.arr.dtype))
+
+
+class RNNCell(_CellBase):
+    def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
+        return _rnn_step(self.nonlinearity)(x, self._zeros(x) if h is None else h, self._w())
+
+
+class GRUCell(_CellBase):
+    gate_count = 3
+
+    def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
+        return _gru_step(x, self._zeros(x) if h is None else h, self._w())
+
+
+class LSTMCell(_CellBase):
+    gate_count = 4
+
+    def forward(self, x: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
+        state = (self._zeros(x), self._zeros(x)) if hx is None else tuple(hx)
+        return _lstm_step(x, state, self._w())

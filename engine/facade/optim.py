@@ -1,0 +1,132 @@
+"""`torch.optim`: SGD, Adam and AdamW, updating parameters in place.
+
+Each update bumps the parameter's version counter, exactly what turns a graph
+kept across `optimizer.step()` into PyTorch's in-place error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import NotSupportedByEngine
+from ..tape import Tensor
+
+
+class Optimizer:
+    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: dict[int, dict[str, Any]] = {}
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        self.param_groups: list[dict[str, Any]] = []
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group: dict[str, Any]) -> None:
+        params = group["params"]
+        group = {**self.defaults, **group,
+                 "params": [params] if isinstance(params, Tensor) else list(params)}
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    p._grad.arr[...] = 0
+                    p._grad._counter[0] += 1
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = p._grad.arr.astype(p.arr.dtype)
+                if group.get("maximize"):
+                    g = -g
+                self._update(p, g, group, self.state.setdefault(id(p), {}))
+                p._bump()
+        return loss
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        return {"state": self.state, "param_groups": [{k: v for k, v in g.items() if k != "params"}
+                                                      for g in self.param_groups]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for g, saved in zip(self.param_groups, state["param_groups"]):
+            g.update(saved)
+
+
+class SGD(Optimizer):
+    def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 **_: Any) -> None:
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.arr
+        if group["momentum"]:
+            buf = state.get("momentum_buffer")
+            buf = g.copy() if buf is None else buf * group["momentum"] + (1 - group["dampening"]) * g
+            state["momentum_buffer"] = buf
+            g = g + group["momentum"] * buf if group["nesterov"] else buf
+        p.arr -= np.asarray(group["lr"] * g, dtype=p.arr.dtype)
+
+
+class Adam(Optimizer):
+    decoupled = False
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 maximize: bool = False, **_: Any) -> None:
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if wd and self.decoupled:
+            p.arr *= np.asarray(1 - lr * wd, dtype=p.arr.dtype)
+        elif wd:
+            g = g + wd * p.arr
+        if not state:
+            state.update(step=0, exp_avg=np.zeros_like(p.arr), exp_avg_sq=np.zeros_like(p.arr))
+        state["step"] += 1
+        m = state["exp_avg"] = b1 * state["exp_avg"] + (1 - b1) * g
+        v = state["exp_avg_sq"] = b2 * state["exp_avg_sq"] + (1 - b2) * g * g
+        if group["amsgrad"]:
+            v = state["max_exp_avg_sq"] = np.maximum(state.get("max_exp_avg_sq", v), v)
+        t = state["step"]
+        denom = np.sqrt(v / (1 - b2 ** t)) + eps
+        p.arr -= np.asarray(lr / (1 - b1 ** t) * m / denom, dtype=p.arr.dtype)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 1e-2, as in PyTorch)."""
+
+    decoupled = True
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, **_: Any) -> None:
+        Optimizer.__init__(self, params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                              amsgrad=amsgrad, maximize=maximize))
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise NotSupportedByEngine(f"torch.optim.{name}")

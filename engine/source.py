@@ -1,0 +1,30 @@
+"""Which line of the user's program is running: the anchor of every report.
+
+The runner sets `USER_FILE`; without it (library use, tests) the innermost
+frame outside the engine package stands for the user.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+USER_FILE: str | None = None
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def set_user_file(path: str | None) -> None:
+    global USER_FILE
+    USER_FILE = os.path.abspath(path) if path else None
+
+
+def user_line() -> int | None:
+    """Line number of the innermost frame that belongs to the user's program."""
+    frame = sys._getframe(1)
+    target = USER_FILE
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename == target if target else not filename.startswith(_ENGINE_DIR):
+            return frame.f_lineno
+        frame = frame.f_back
+    return None

@@ -1,0 +1,547 @@
+"""The tape: tensors, graph nodes, and one backward walk for both semantics.
+
+A tracked non-leaf tensor points at its `Node`; a node points at its inputs'
+nodes (or at leaf tensors, which receive `.grad`) and holds what its backward
+saved. Nodes never point back at tensor handles strongly, so Python's own
+reference counting answers "does a live handle still hold this node?" — the
+question strict semantics' prune rule asks.
+
+`torch` semantics: a walk frees the saved tensors of every node it runs; a
+later walk through a node that had saved tensors raises PyTorch's error.
+`strict` semantics: a walk first validates that every reachable step is still
+on the tape, then consumes all of them; after each walk the tape is pruned.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence, Union
+
+import numpy as np
+
+from . import dtypes, errors
+from .source import user_line
+
+SEMANTICS = ("torch", "strict")
+
+
+@dataclass
+class State:
+    """Process-wide tape state (one program runs per process, as in burn)."""
+
+    semantics: str = "torch"
+    grad_enabled: bool = True
+    inference: bool = False
+    next_id: int = 0
+    ids: bool = True  # False while a backward computes plain (unrecorded) gradients
+    generation: int = 0
+    live_nodes: int = 0
+    saved_bytes: int = 0
+    store: dict[int, "Node"] = field(default_factory=dict)  # strict: the tape's records
+
+
+STATE = State()
+
+
+def reset(semantics: str = "torch") -> None:
+    """Start a fresh process-like tape (ids from 0); used by the runner and tests."""
+    if semantics not in SEMANTICS:
+        raise ValueError(f"unknown semantics {semantics!r}")
+    generation = STATE.generation + 1
+    STATE.__init__(semantics=semantics, generation=generation)  # type: ignore[misc]
+
+
+def live_nodes() -> int:
+    """Graph nodes currently alive: tape records (strict) or reachable nodes (torch)."""
+    return len(STATE.store) if STATE.semantics == "strict" else STATE.live_nodes
+
+
+def saved_bytes() -> int:
+    """Bytes of saved tensors currently held by graph nodes."""
+    return STATE.saved_bytes
+
+
+# --------------------------------------------------------------------------- ops
+
+
+@dataclass(frozen=True)
+class Op:
+    """One differentiable operation, declared once.
+
+    `forward(*arrays, **attrs)` returns the output array, or `(output, extras)`
+    where `extras` are intermediate arrays the backward needs (masks, indices).
+    `saves` names what the node keeps: input positions, "out", or extra names;
+    a callable receives which inputs need a gradient (PyTorch saves only what
+    those gradients use). `backward(ctx, grad)` returns one gradient (or None)
+    per input, written with tensor ops so that `create_graph` records it.
+    """
+
+    name: str  # PyTorch's forward name, as its in-place error prints it ("Exp")
+    forward: Callable[..., Any]
+    backward: Callable[["Ctx", "Tensor"], tuple["Tensor | None", ...]]
+    saves: Union[tuple, Callable[[tuple[bool, ...]], tuple]] = ()
+
+    def slots(self, needs: tuple[bool, ...]) -> tuple:
+        return self.saves(needs) if callable(self.saves) else self.saves
+
+
+Edge = Union["Node", "Tensor", None]  # a parent node, a leaf that gets .grad, or nothing
+
+
+class SavedTensor:
+    """A tensor a node saved, with the version it had then (PyTorch's check)."""
+
+    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin")
+
+    def __init__(self, data: np.ndarray, edge: Edge, counter: list | None, origin: str,
+                 is_output: bool = False) -> None:
+        self.arr = data
+        self.edge = edge
+        self.is_output = is_output
+        self.counter = counter
+        self.version = counter[0] if counter is not None else 0
+        self.origin = origin
+
+    def unpack(self, node: "Node") -> "Tensor":
+        if self.counter is not None and self.counter[0] != self.version:
+            desc = f"torch.{dtypes.from_np(self.arr.dtype).type_name} {list(self.arr.shape)}"
+            raise errors.InplaceModifiedError(
+                errors.INPLACE.format(tensor=desc, origin=self.origin, version=self.counter[0],
+                                      expected=self.version),
+                node_id=node.id, node_line=node.line, modified_line=self.counter[1])
+        if self.is_output:
+            return Tensor(self.arr, node=node, tid=node.id)
+        edge = self.edge
+        if isinstance(edge, Tensor) and edge.arr is self.arr:
+            return edge
+        if isinstance(edge, Node):
+            return Tensor(self.arr, node=edge, tid=edge.id)
+        return Tensor(self.arr, tid=-1)
+
+
+class Ctx:
+    """What a backward sees: its saved tensors (unpacked), attributes, input shapes."""
+
+    __slots__ = ("saved", "attrs", "shapes", "dtypes", "needs")
+
+    def __init__(self, saved: dict, attrs: dict, shapes: tuple, dts: tuple, needs: tuple) -> None:
+        self.saved = saved
+        self.attrs = attrs
+        self.shapes = shapes
+        self.dtypes = dts
+        self.needs = needs
+
+
+class Node:
+    """A recorded operation: its step (backward + saved tensors) and its record."""
+
+    __slots__ = ("id", "op", "inputs", "needs", "saved", "attrs", "shapes", "dtypes", "line",
+                 "saves_any", "nbytes", "released", "released_line", "out_ref", "generation",
+                 "__weakref__")
+
+    def __init__(self, nid: int, op: Op, inputs: tuple[Edge, ...], needs: tuple[bool, ...],
+                 saved: dict, attrs: dict, shapes: tuple, dts: tuple) -> None:
+        self.id = nid
+        self.op = op
+        self.inputs = inputs
+        self.needs = needs
+        self.saved: dict | None = saved
+        self.attrs = attrs
+        self.shapes = shapes
+        self.dtypes = dts
+        self.line = user_line()
+        self.saves_any = bool(saved)
+        self.nbytes = sum(s.arr.nbytes for s in saved.values())
+        self.released = False  # torch: saved tensors freed; strict: step consumed
+        self.released_line: int | None = None
+        self.out_ref: Callable[[], Tensor | None] = _dead
+        self.generation = STATE.generation
+        STATE.live_nodes += 1
+        STATE.saved_bytes += self.nbytes
+        if STATE.semantics == "strict":
+            STATE.store[nid] = self
+
+    def name(self) -> str:
+        return f"{self.op.name}Backward0"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object (node {self.id})>"
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((e if isinstance(e, Node) else None, 0) for e in self.inputs)
+
+    def handle_alive(self) -> bool:
+        t = self.out_ref()
+        return t is not None and t._node is self
+
+    def release(self, line: int | None) -> None:
+        """Drop the saved tensors (torch) or the whole step (strict)."""
+        if not self.released:
+            self.released = True
+            self.released_line = line
+        self.saved = None
+        if self.generation == STATE.generation:
+            STATE.saved_bytes -= self.nbytes
+        self.nbytes = 0
+
+    def __del__(self) -> None:
+        if self.generation == STATE.generation:
+            STATE.live_nodes -= 1
+            STATE.saved_bytes -= self.nbytes
+
+
+def _dead() -> None:
+    return None
+
+
+# ------------------------------------------------------------------------ tensor
+
+
+class Tensor:
+    """A numpy array with autograd state. Operators and methods live in `methods`."""
+
+    __array_priority__ = 1000  # numpy scalars defer to our reflected operators
+
+    def __init__(self, data: np.ndarray, *, requires_grad: bool = False, node: Node | None = None,
+                 tid: int | None = None, counter: list | None = None,
+                 base: "Tensor | None" = None) -> None:
+        self.arr = data if type(data) is np.ndarray else np.asarray(data)  # reductions give scalars
+        self._node = node
+        self._rg = False
+        self._grad: Tensor | None = None
+        self._counter = counter if counter is not None else [0, None]  # [version, last in-place line]
+        self._base = base
+        self._retains = False
+        if tid is None:
+            if STATE.ids:
+                tid = STATE.next_id
+                STATE.next_id += 1
+            else:
+                tid = -1
+        self._id = tid
+        if requires_grad:
+            self.requires_grad = True
+
+    # -- autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._node is not None or self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._node is not None:
+            if not value:
+                raise RuntimeError(errors.REQUIRES_GRAD_NONLEAF)
+            return
+        if value and self.arr.dtype.kind != "f":
+            raise RuntimeError(errors.INT_REQUIRES_GRAD)
+        self._rg = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        return self._node
+
+    @property
+    def grad(self) -> "Tensor | None":
+        if self._node is not None and not self._retains:
+            import warnings
+
+            warnings.warn(errors.NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        self._grad = value
+
+    @property
+    def _version(self) -> int:
+        return self._counter[0]
+
+    def retain_grad(self) -> None:
+        if self._node is not None:
+            self._retains = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence["Tensor"] | None = None) -> None:
+        run_backward([self], [gradient], retain_graph=retain_graph, create_graph=create_graph,
+                     inputs=inputs, accumulate=True)
+
+    def _bump(self) -> None:
+        """Record an in-place change: the version counter PyTorch checks."""
+        self._counter[0] += 1
+        self._counter[1] = user_line()
+
+    __hash__ = object.__hash__
+
+
+# ----------------------------------------------------------------------- record
+
+
+def edge_of(t: Tensor) -> Edge:
+    if t._node is not None:
+        return t._node
+    return t if t._rg else None
+
+
+def _origin(t: Tensor) -> str:
+    return f", which is output 0 of {t._node.op.name}," if t._node is not None else ""
+
+
+def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.ndarray],
+           attrs: dict[str, Any], fresh: bool = False) -> Tensor:
+    """Attach a node for `op` to `out` if grad mode is on and an input is tracked."""
+    if not STATE.grad_enabled:
+        return out
+    needs = tuple(t.requires_grad for t in inputs)
+    if not any(needs):
+        return out
+    saved: dict = {}
+    for slot in op.slots(needs):
+        if slot == "out":
+            saved[slot] = SavedTensor(out.arr, None, out._counter, f", which is output 0 of {op.name},",
+                                      is_output=True)
+        elif isinstance(slot, int):
+            t = inputs[slot]
+            saved[slot] = SavedTensor(t.arr, edge_of(t), t._counter if t._id != -1 else None,
+                                      _origin(t))
+        else:
+            saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
+    nid = _fresh_id() if fresh or out._id < 0 else out._id
+    node = Node(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
+                saved, attrs, tuple(t.arr.shape for t in inputs),
+                tuple(t.arr.dtype for t in inputs))
+    out._node = node
+    node.out_ref = weakref.ref(out)
+    return out
+
+
+def _fresh_id() -> int:
+    nid = STATE.next_id
+    STATE.next_id += 1
+    return nid
+
+
+def apply(op: Op, *inputs: Tensor, **attrs: Any) -> Tensor:
+    """Run `op` forward on tensors and record it."""
+    result = op.forward(*(t.arr for t in inputs), **attrs)
+    data, extras = result if isinstance(result, tuple) else (result, {})
+    return record(op, inputs, Tensor(data), extras, attrs)
+
+
+def apply_inplace(op: Op, target: Tensor, *others: Tensor, **attrs: Any) -> Tensor:
+    """Run `op` and write its result into `target`, rebasing target's history (PyTorch's rule)."""
+    tracked = STATE.grad_enabled and (target.requires_grad or any(t.requires_grad for t in others))
+    if tracked and target._node is None and target._rg:
+        raise RuntimeError(errors.LEAF_INPLACE)
+    if tracked and target._base is not None and target._base.requires_grad:
+        raise errors.NotSupportedByEngine("in-place modification of a view of a tensor that requires grad")
+    result = op.forward(target.arr, *(t.arr for t in others), **attrs)
+    data, extras = result if isinstance(result, tuple) else (result, {})
+    old = Tensor(target.arr.copy() if tracked else target.arr, node=target._node, tid=target._id)
+    old._rg = target._rg
+    target.arr[...] = data
+    target._bump()
+    if tracked:
+        target._node = None
+        record(op, (old, *others), target, extras, attrs, fresh=True)
+    return target
+
+
+# ----------------------------------------------------------------------- grad mode
+
+
+class _Internal:
+    """Inside a backward: record only when create_graph; internal tensors take no ids."""
+
+    def __init__(self, create_graph: bool) -> None:
+        self.create_graph = create_graph
+
+    def __enter__(self) -> None:
+        self._prev = (STATE.grad_enabled, STATE.ids)
+        STATE.grad_enabled = self.create_graph
+        STATE.ids = self.create_graph
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.grad_enabled, STATE.ids = self._prev
+
+
+# ------------------------------------------------------------------------- walk
+
+
+def _reachable(roots: Sequence[Node]) -> list[Node]:
+    """Nodes reachable from the roots, breadth first (the order a tape validates in)."""
+    seen: set[int] = set()
+    order: list[Node] = []
+    queue = deque(roots)
+    while queue:
+        node = queue.popleft()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        queue.extend(e for e in node.inputs if isinstance(e, Node))
+    return order
+
+
+def _leading_to(nodes: list[Node], targets: set[int]) -> set[int]:
+    """Ids of the nodes from which some target edge is reachable (PyTorch runs only those)."""
+    reaches: set[int] = set()
+    for node in sorted(nodes, key=lambda n: n.id):
+        if any(id(e) in targets or id(e) in reaches for e in node.inputs if e is not None):
+            reaches.add(id(node))
+    return reaches
+
+
+def _sum_grad(acc: dict[int, Tensor], key: int, g: Tensor) -> None:
+    prev = acc.get(key)
+    acc[key] = g if prev is None else prev + g
+
+
+def _as_grad(g: Tensor, like: np.ndarray) -> Tensor:
+    if g.arr.dtype != like.dtype:
+        g = Tensor(g.arr.astype(like.dtype), node=g._node, tid=g._id)
+    return g
+
+
+def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
+                 retain_graph: bool | None, create_graph: bool,
+                 inputs: Sequence[Tensor] | None, accumulate: bool,
+                 allow_unused: bool = True) -> list[Tensor | None]:
+    """The one walk behind `Tensor.backward`, `autograd.backward` and `autograd.grad`."""
+    line = user_line()
+    strict = STATE.semantics == "strict"
+    retain = bool(create_graph if retain_graph is None else retain_graph) and not strict
+    seeds: list[tuple[Edge, Tensor]] = []
+    with _Internal(False):
+        for i, (root, g) in enumerate(zip(roots, grads)):
+            if not root.requires_grad:
+                raise RuntimeError(errors.NO_GRAD_FN.format(index=i))
+            if g is None:
+                if root.arr.size != 1:
+                    raise RuntimeError(errors.NON_SCALAR)
+                g = Tensor(np.ones_like(root.arr))
+            seeds.append((edge_of(root), g))
+    root_nodes = [e for e, _ in seeds if isinstance(e, Node)]
+    nodes = _reachable(root_nodes)
+    if strict:
+        for node in nodes:
+            if node.released:
+                raise errors.TapeConsumedError(
+                    errors.TAPE_CONSUMED.format(node_id=node.id), node_id=node.id,
+                    node_line=node.line, consumed_line=node.released_line, line=line)
+        for node in nodes:
+            node.released, node.released_line = True, line
+    targets = list(inputs) if inputs is not None else None
+    if targets is not None:
+        for t in targets:
+            if not t.requires_grad:
+                raise RuntimeError(errors.GRAD_INPUT_NO_GRAD)
+        target_keys = {id(edge_of(t)) for t in targets}
+        runnable = _leading_to(nodes, target_keys) if not strict else {id(n) for n in nodes}
+    else:
+        target_keys = set()
+        runnable = {id(n) for n in nodes}
+    acc: dict[int, Tensor] = {}
+    leaves: dict[int, Tensor] = {}
+    for edge, g in seeds:
+        _sum_grad(acc, id(edge), g)
+        if isinstance(edge, Tensor):
+            leaves[id(edge)] = edge
+    with _Internal(create_graph):
+        for node in sorted(nodes, key=lambda n: -n.id):
+            key = id(node)
+            g = acc.get(key) if key in target_keys else acc.pop(key, None)
+            if g is None or key not in runnable:
+                continue
+            for edge, ig in zip(node.inputs, _run_node(node, g, line, retain, strict)):
+                if edge is None or ig is None:
+                    continue
+                _sum_grad(acc, id(edge), ig)
+                if isinstance(edge, Tensor):
+                    leaves[id(edge)] = edge
+        results: list[Tensor | None] = []
+        for i, t in enumerate(targets if targets is not None else leaves.values()):
+            g = acc.get(id(edge_of(t)))
+            if g is None and not accumulate and not allow_unused:
+                raise RuntimeError(errors.GRAD_INPUT_UNUSED.format(index=i))
+            results.append(None if g is None else _as_grad(g, t.arr))
+            if accumulate and g is not None:
+                _accumulate(t, results[-1], create_graph)
+    if strict:
+        prune(line)
+    return results
+
+
+def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
+              strict: bool) -> tuple[Tensor | None, ...]:
+    """Run one node's backward (checks first: freed, then versions), then free it."""
+    if not strict and node.released and node.saves_any:
+        raise errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
+                                         consumed_line=node.released_line, line=line)
+    saved = {slot: s.unpack(node) for slot, s in (node.saved or {}).items()}
+    t = node.out_ref()
+    if t is not None and t._node is node and t._retains:
+        _accumulate(t, g, STATE.grad_enabled)
+    ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs)
+    in_grads = node.op.backward(ctx, g)
+    if not retain:
+        node.release(line)
+    return in_grads
+
+
+def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
+    """Gradients accumulate into `.grad`; they are never overwritten."""
+    if t._grad is None:
+        t._grad = g if create_graph else Tensor(np.array(g.arr, dtype=t.arr.dtype, copy=True), tid=-1)
+    elif create_graph:
+        t._grad = t._grad + g
+    else:
+        np.add(t._grad.arr, g.arr, out=t._grad.arr, casting="unsafe")
+        t._grad._counter[0] += 1
+
+
+# ------------------------------------------------------------------------ prune
+
+
+def prune(line: int | None) -> None:
+    """Strict semantics' store pruning after a backward (semantics.md §2)."""
+    store = STATE.store
+    for nid, node in list(store.items()):
+        if node.released and not node.handle_alive():
+            del store[nid]
+            node.release(node.released_line)
+    unavailable: set[int] = set()
+    for node in sorted(store.values(), key=lambda n: n.id):
+        for e in node.inputs:
+            if isinstance(e, Node) and (store.get(e.id) is not e or e.id in unavailable):
+                unavailable.add(node.id)
+                break
+    useful: set[int] = set()
+    stack = [n for n in store.values() if n.id not in unavailable and n.handle_alive()]
+    while stack:
+        node = stack.pop()
+        if node.id in useful:
+            continue
+        useful.add(node.id)
+        stack.extend(e for e in node.inputs if isinstance(e, Node) and store.get(e.id) is e)
+    for nid in [nid for nid in store if nid not in useful]:
+        node = store.pop(nid)
+        if not node.released:
+            node.released_line = line
+        node.release(node.released_line)
+
+
+def iter_nodes(t: Tensor) -> Iterator[Node]:
+    """All nodes behind a tensor (for tests and introspection)."""
+    return iter(_reachable([t._node] if t._node is not None else []))

@@ -1,0 +1,162 @@
+"""Which files a run checks, and how their bytes become text.
+
+Discovery walks directories recursively in sorted order, keeps `*.py` files,
+and skips what is never the user's own code: version-control folders,
+virtualenvs, caches and build output. The built-in skip list is ruff's
+default `exclude` (plus `__pycache__` and any folder holding a `pyvenv.cfg`,
+i.e. a virtualenv under any name). `build/` and `env/` are *not* skipped:
+both are common names for real packages (an RL `env/` package, a `build/`
+module of a build tool). The built-in list applies only to what the walk
+finds, never to a path named on the command line, so
+`tapelint check .venv/lib/python3.11/site-packages/torch` works. The user's
+`--exclude` globs apply to everything, named paths included.
+
+Paths are reported as given: `tapelint check src` yields `src/a.py`,
+`tapelint check .` yields `a.py`.
+
+Reading follows PEP 263 (BOM, coding cookie, UTF-8 by default) through
+`tokenize.detect_encoding`, and turns every way a file can fail (vanished,
+unreadable, binary, undecodable) into a one-line `FileError` message.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Iterable, Iterator
+
+from tapelint.diagnostics import FileError
+
+# ruff's default `exclude`, plus `__pycache__`.
+SKIPPED_DIRECTORIES: frozenset[str] = frozenset(
+    ".bzr .direnv .eggs .git .git-rewrite .hg .ipynb_checkpoints .mypy_cache .nox"
+    " .pants.d .pyenv .pytest_cache .pytype .ruff_cache .svn .tox .venv .vscode"
+    " __pycache__ __pypackages__ _build buck-out dist node_modules site-packages venv".split()
+)
+
+VIRTUALENV_MARKER = "pyvenv.cfg"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The files to check, in order, and the paths that could not be listed
+    (a named path that does not exist, a directory that cannot be read)."""
+
+    files: tuple[str, ...]
+    errors: tuple[FileError, ...] = ()
+
+
+@dataclass(frozen=True)
+class Excluder:
+    """`--exclude` globs, matched like ruff: a glob without `/` against each
+    path component's name (`legacy`, `test_*.py`), a glob with `/` against the
+    whole path, relative to the current directory or absolute (`tests/data/*`)."""
+
+    globs: tuple[str, ...] = ()
+
+    def excludes(self, path: str) -> bool:
+        if not self.globs:
+            return False
+        relative = os.path.normpath(path).replace(os.sep, "/")
+        absolute = os.path.abspath(path).replace(os.sep, "/")
+        parts = [part for part in relative.split("/") if part not in ("", ".", "..")]
+        for glob in self.globs:
+            glob = glob.rstrip("/")
+            if "/" in glob:
+                pattern = glob[2:] if glob.startswith("./") else glob
+                if fnmatchcase(relative, pattern) or fnmatchcase(absolute, pattern):
+                    return True
+            elif any(fnmatchcase(part, glob) for part in parts):
+                return True
+        return False
+
+
+def discover(paths: Iterable[str], excluder: Excluder = Excluder()) -> Discovery:
+    """Every Python file under `paths`, each once, in a deterministic order:
+    named paths in the order given, directory contents sorted by name."""
+    files: list[str] = []
+    errors: list[FileError] = []
+    seen: set[str] = set()
+    for path in paths:
+        if excluder.excludes(path):
+            continue
+        if os.path.isdir(path):
+            found: Iterable[str] = _walk(path, excluder, errors)
+        elif os.path.lexists(path):
+            # A named file is checked whatever its suffix, as ruff and flake8 do.
+            found = (path,)
+        else:
+            errors.append(FileError(path, "no such file or directory"))
+            continue
+        for file in found:
+            key = os.path.realpath(file)
+            if key not in seen:
+                seen.add(key)
+                files.append(file)
+    return Discovery(tuple(files), tuple(errors))
+
+
+def _walk(root: str, excluder: Excluder, errors: list[FileError]) -> Iterator[str]:
+    """Depth-first, sorted; directory symlinks are not followed (no cycles, no
+    escaping the tree), symlinks to files are."""
+    try:
+        with os.scandir(root) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as exc:
+        errors.append(FileError(root, f"cannot list directory: {exc.strerror or exc}"))
+        return
+    for entry in entries:
+        path = entry.name if root == "." else os.path.join(root, entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            if (
+                entry.name in SKIPPED_DIRECTORIES
+                or excluder.excludes(path)
+                or os.path.exists(os.path.join(path, VIRTUALENV_MARKER))
+            ):
+                continue
+            yield from _walk(path, excluder, errors)
+        elif entry.name.endswith(".py") and not entry.is_dir() and not excluder.excludes(path):
+            yield path
+
+
+class SourceError(Exception):
+    """A file that cannot be turned into text; the message is one line."""
+
+
+def read_source(path: str) -> str:
+    """The file's text, decoded per PEP 263. Raises `SourceError`."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise SourceError("file vanished or is a dangling symlink") from None
+    except IsADirectoryError:
+        raise SourceError("is a directory, not a file") from None
+    except PermissionError:
+        raise SourceError("permission denied") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return decode_source(data)
+
+
+def decode_source(data: bytes) -> str:
+    """Bytes to text as Python itself would read them. Raises `SourceError`."""
+    if b"\0" in data:
+        raise SourceError("binary file (contains NUL bytes), not checked")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"invalid encoding declaration: {exc.msg}") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        hint = "; declare its encoding with a `# -*- coding: ... -*-` comment"
+        raise SourceError(
+            f"cannot decode byte 0x{data[exc.start]:02x} at {line}:{column} as {encoding}"
+            + (hint if encoding == "utf-8" else "")
+        ) from None

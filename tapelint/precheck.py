@@ -1,0 +1,49 @@
+"""A textual pre-check that skips files which cannot hold a hazard, before
+paying for a parse.
+
+Every hazard but one needs a backward call, and every backward call the
+analysis recognises is spelled `.backward(`/`_backward(` or goes through
+`torch.autograd` (or is a configured backward function); a file that only
+*defines* `backward` (an autograd Function) has none. The one exception,
+TL003 in an evaluation loop, needs a loop, an accumulating statement, and a
+value tracked by construction — which only `requires_grad`, a `Parameter`,
+`parameters()`, a parametric layer of `torch.nn`, a module class of the
+file, or a configured tracked function can produce.
+
+Only substring searches here (a regular expression is tried only once a
+substring matched): they cost a few milliseconds per megabyte.
+`tests/test_precheck.py` proves on the fixtures and on the installed torch
+package that a skipped file never has a diagnostic.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tapelint.ops import PARAMETRIC_MODULES
+from tapelint.settings import Settings
+
+_BACKWARD_CALL = re.compile(r"[._]backward\s*\(")
+_AUTOGRAD_CALL = re.compile(
+    r"autograd\.(?:grad|backward)\b|from\s+torch\.autograd\s+import[^\n]*\b(?:grad|backward)\b"
+    r"|\bautograd\s+as\b"
+)
+_TRACKING = ("requires_grad", "Parameter", "parameters(", "Module") + tuple(f"{m}(" for m in PARAMETRIC_MODULES)
+_LOOPS = ("for ", "while ")
+# `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
+_ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")
+
+
+def may_hold_hazard(source: str, settings: Settings) -> bool:
+    if "backward" in source and _BACKWARD_CALL.search(source):
+        return True
+    if "autograd" in source and _AUTOGRAD_CALL.search(source):
+        return True  # torch.autograd.grad / backward, however imported
+    names = settings.backward_functions + settings.tracked_functions
+    if any(name.split(".")[-1] in source for name in names):
+        return True
+    return (
+        any(marker in source for marker in _TRACKING)
+        and any(marker in source for marker in _LOOPS)
+        and any(marker in source for marker in _ACCUMULATING)
+    )

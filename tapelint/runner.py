@@ -1,0 +1,182 @@
+"""Lint many files: in parallel across cores, results in discovery order.
+
+Each task reads and lints one file in a worker process and sends back only
+its small `FileResult`; the syntax tree dies with the task, and at most a few
+tasks per worker are in flight, so memory stays flat however large the tree.
+
+No file can take the run down. Each file is linted in a thread with a large
+stack and a high recursion limit (libcst's native parser overflows an 8 MB
+stack on a few thousand nested brackets and kills the process); any
+exception becomes an `internal error` entry for that file; a worker that dies
+anyway (a crash in native code) breaks the pool, and the files that were in
+flight are then re-run one by one in a fresh pool, so only the culprit is
+reported and every other file is still checked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from tapelint.diagnostics import FileError, FileResult
+from tapelint.files import SourceError, read_source
+from tapelint.lint import lint_source
+from tapelint.settings import Settings
+
+# Measured: 512 MiB of stack holds recursion 50,000 Python frames deep even
+# through C calls; the memory is reserved, not used, until the recursion happens.
+_STACK_BYTES = 512 * 1024 * 1024
+_RECURSION_LIMIT = 50_000
+# Tasks in flight per worker: enough to keep every core busy, few enough that
+# finished-but-unread results never pile up.
+_IN_FLIGHT_PER_WORKER = 4
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One file's result; `crashed` when tapelint itself failed on it (exit 2)."""
+
+    result: FileResult
+    crashed: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcomes: tuple[Outcome, ...]  # in the order the files were given
+
+    @property
+    def results(self) -> tuple[FileResult, ...]:
+        return tuple(outcome.result for outcome in self.outcomes)
+
+    @property
+    def crashed(self) -> bool:
+        return any(outcome.crashed for outcome in self.outcomes)
+
+
+def default_jobs() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def lint_files(files: Sequence[str], settings: Settings, jobs: int) -> RunResult:
+    """Lint `files` with up to `jobs` processes (in this process when 1)."""
+    jobs = min(jobs, len(files))
+    if jobs <= 1:
+        return RunResult(tuple(lint_one(path, settings) for path in files))
+    return RunResult(_parallel(files, settings, jobs))
+
+
+def lint_one(path: str, settings: Settings) -> Outcome:
+    """Read and lint one file; never raises (bar KeyboardInterrupt)."""
+    return _with_deep_stack(_read_and_lint, path, settings)
+
+
+def _read_and_lint(path: str, settings: Settings) -> Outcome:
+    try:
+        with warnings.catch_warnings():
+            # Parsing user code can warn (invalid escape sequences): not ours to print.
+            warnings.simplefilter("ignore")
+            try:
+                source = read_source(path)
+            except SourceError as exc:
+                return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
+            return Outcome(lint_source(source, path, settings))
+    except MemoryError:
+        return Outcome(FileResult(path, errors=(FileError(path, "out of memory while checking this file"),)))
+    except Exception as exc:  # a bug in tapelint: report it on this file, check the others
+        return _crash(path, f"{type(exc).__name__}: {exc}")
+
+
+def _crash(path: str, detail: str) -> Outcome:
+    first_line = (detail.strip().splitlines() or [""])[0][:300]
+    return Outcome(FileResult(path, errors=(FileError(path, f"internal error: {first_line}"),)), crashed=True)
+
+
+def _with_deep_stack(function: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
+    box: list[Outcome] = []
+    previous_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous_limit, _RECURSION_LIMIT))
+    try:
+        previous_stack = threading.stack_size(_STACK_BYTES)
+        try:
+            # Daemon: Ctrl-C must not wait for a file that takes long to parse.
+            thread = threading.Thread(target=lambda: box.append(function(path, settings)), daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(previous_stack)
+        thread.join()
+    except RuntimeError:  # the big stack could not be had (ulimit -v): do without
+        sys.setrecursionlimit(previous_limit)
+        return function(path, settings)
+    finally:
+        sys.setrecursionlimit(previous_limit)
+    return box[0] if box else _crash(path, "the lint thread ended without a result")
+
+
+# --- worker processes ---------------------------------------------------------
+
+_worker_settings: Settings | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _worker_settings
+    _worker_settings = settings
+    # The parent handles Ctrl-C and shuts the pool down; workers stay quiet.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _work(path: str) -> Outcome:
+    assert _worker_settings is not None
+    return lint_one(path, _worker_settings)
+
+
+def _parallel(files: Sequence[str], settings: Settings, jobs: int) -> tuple[Outcome, ...]:
+    outcomes: dict[int, Outcome] = {}
+    pending = deque(range(len(files)))
+    while pending:
+        suspects = _run_pool(files, pending, settings, jobs, outcomes)
+        # The pool broke: one of the suspects killed its worker. Run each alone.
+        for index in suspects:
+            if not _run_pool(files, deque([index]), settings, 1, outcomes):
+                continue
+            outcomes[index] = _crash(files[index], "the worker process died while checking this file")
+    return tuple(outcomes[index] for index in range(len(files)))
+
+
+def _run_pool(
+    files: Sequence[str], pending: deque[int], settings: Settings, jobs: int, outcomes: dict[int, Outcome]
+) -> list[int]:
+    """Lint `pending` (consumed) into `outcomes`; if the pool breaks, return
+    the indexes that were in flight, whose outcome is unknown."""
+    in_flight: dict[Future[Outcome], int] = {}
+    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,))
+    try:
+        while pending or in_flight:
+            while pending and len(in_flight) < jobs * _IN_FLIGHT_PER_WORKER:
+                index = pending.popleft()
+                try:
+                    in_flight[executor.submit(_work, files[index])] = index
+                except BrokenProcessPool:
+                    return [index, *in_flight.values()]
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = in_flight.pop(future)
+                try:
+                    outcomes[index] = future.result()
+                except BrokenProcessPool:
+                    return [index, *in_flight.values()]
+                except Exception as exc:  # the result could not travel back
+                    outcomes[index] = _crash(files[index], f"{type(exc).__name__}: {exc}")
+        return []
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

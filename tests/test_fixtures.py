@@ -1,0 +1,35 @@
+"""The linter against every fixture's header: under each profile it reports
+exactly the declared diagnostics (code and primary line), each with the
+declared `fails_under`, so a fixture can never drift from its declaration."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixture_spec import FIXTURES_DIR, PROFILES, parse_fixture
+from tapelint.diagnostics import Semantics
+from tapelint.lint import lint_source
+from tapelint.settings import Settings
+
+FIXTURES = sorted(FIXTURES_DIR.glob("*.py"))
+CASES = [(path, profile) for path in FIXTURES for profile in PROFILES]
+
+
+@pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])
+def test_linter_reports_exactly_the_declared_diagnostics(path, profile):
+    spec = parse_fixture(path)
+    result = lint_source(path.read_text(encoding="utf-8"), str(path), Settings(semantics=Semantics(profile)))
+    reported = sorted((d.code, d.range.start.line) for d in result.diagnostics)
+    declared = sorted((e.code, e.line) for e in spec.expects_under(profile))
+    assert reported == declared, "\n".join(f"{d.code} {d.range.start.line}: {d.message}" for d in result.diagnostics)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_fails_under_matches_the_declaration(path):
+    spec = parse_fixture(path)
+    result = lint_source(path.read_text(encoding="utf-8"), str(path), Settings(semantics=Semantics.STRICT))
+    for diagnostic in result.diagnostics:
+        declared = [e for e in spec.expects if (e.code, e.line) == (diagnostic.code, diagnostic.range.start.line)]
+        if not declared or diagnostic.code in ("TL003", "TL006"):
+            continue  # TL003 is retention (reported in both); TL006 is reported where it fails
+        assert [s.value for s in diagnostic.fails_under] == list(declared[0].profiles)
