@@ -104,20 +104,20 @@ def _crash(path: str, detail: str) -> Outcome:
 
 def _with_deep_stack(function: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
     box: list[Outcome] = []
+    # Daemon: Ctrl-C must not wait for a file that takes long to parse.
+    thread = threading.Thread(target=lambda: box.append(function(path, settings)), daemon=True)
     previous_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(previous_limit, _RECURSION_LIMIT))
+    previous_stack = threading.stack_size(_STACK_BYTES)
     try:
-        previous_stack = threading.stack_size(_STACK_BYTES)
-        try:
-            # Daemon: Ctrl-C must not wait for a file that takes long to parse.
-            thread = threading.Thread(target=lambda: box.append(function(path, settings)), daemon=True)
-            thread.start()
-        finally:
-            threading.stack_size(previous_stack)
-        thread.join()
-    except RuntimeError:  # the big stack could not be had (ulimit -v): do without
+        sys.setrecursionlimit(max(previous_limit, _RECURSION_LIMIT))
+        thread.start()
+    except RuntimeError:  # no room for the big stack (ulimit -v): do without it
         sys.setrecursionlimit(previous_limit)
         return function(path, settings)
+    finally:
+        threading.stack_size(previous_stack)
+    try:
+        thread.join()
     finally:
         sys.setrecursionlimit(previous_limit)
     return box[0] if box else _crash(path, "the lint thread ended without a result")

@@ -663,11 +663,16 @@ class Frame:
         return State.join(entry, last)
 
     def _carry_state(self, state: State, loop: Loop) -> State:
-        env = {name: frozenset(self.a.carry(v, loop) for v in vals) for name, vals in state.env.items()}
-        for name, vals in env.items():
-            for value in vals:
+        env: dict[str, Vals] = {}
+        for name, vals in state.env.items():
+            if not any(isinstance(v, (AbstractNode, TupleVal)) and v is not OPAQUE for v in vals):
+                env[name] = vals  # nothing created in the loop: the same values next iteration
+                continue
+            carried = frozenset(self.a.carry(v, loop) for v in vals)
+            for value in carried:
                 if isinstance(value, Carried) and value.name is None and not name.startswith("<"):
                     value.name = name
+            env[name] = carried
 
         def age(keys: dict[Key, BackwardEvent]) -> dict[Key, BackwardEvent]:
             """This iteration's tensors (and those of loops nested in this one)
