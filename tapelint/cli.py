@@ -53,15 +53,20 @@ class Command:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
     _make_output_safe()
     try:
-        parser = build_parser()
+        args_list = _with_default_command(list(sys.argv[1:] if argv is None else argv))
         try:
-            args = parser.parse_args(_with_default_command(args_list))
+            if args_list[0] not in COMMANDS:  # -h / --version
+                build_parser().parse_args(args_list)
+            name, command = args_list[0], COMMANDS[args_list[0]]
+            parser = argparse.ArgumentParser(prog=f"tapelint {name}", description=command.help)
+            command.configure(parser)
+            # Intermixed: `tapelint check a.py --format json b.py` means what it says.
+            args = parser.parse_intermixed_args(args_list[1:])
         except SystemExit as exc:  # --help, --version, or argparse's own usage error
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-        return COMMANDS[args.command].handle(args)
+        return command.handle(args)
     except UsageError as exc:
         print(f"tapelint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -78,15 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser: `--help` (listing the commands) and `--version`."""
     parser = argparse.ArgumentParser(
         prog="tapelint",
         description="Find double-backward and graph-retention hazards in PyTorch code.",
-        epilog="With no subcommand, `tapelint PATH...` means `tapelint check PATH...`.",
+        epilog="With no command, `tapelint PATH...` means `tapelint check PATH...`.",
     )
     parser.add_argument("--version", action="version", version=f"tapelint {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(metavar="COMMAND")
     for name, command in COMMANDS.items():
-        command.configure(commands.add_parser(name, help=command.help, description=command.help))
+        commands.add_parser(name, help=command.help)
     return parser
 
 
@@ -154,9 +160,8 @@ def _selected_codes(values: list[str]) -> frozenset[str]:
     codes: set[str] = set()
     for selector in _split(values):
         rule = resolve(selector)
-        matching = [rule.code] if rule else [r.code for r in ALL_RULES if r.code.startswith(selector.upper())]
-        if selector.upper() == "ALL":
-            matching = [r.code for r in ALL_RULES]
+        prefix = selector.upper()
+        matching = [rule.code] if rule else [r.code for r in ALL_RULES if prefix == "ALL" or r.code.startswith(prefix)]
         if not matching:
             raise UsageError(f"unknown rule or prefix {selector!r} (see `tapelint rules`)")
         codes.update(matching)
@@ -188,7 +193,7 @@ def _use_color(args: argparse.Namespace, stream: TextIO) -> bool:
     """--no-color, then NO_COLOR, then FORCE_COLOR, then: is it a terminal?"""
     if args.no_color or os.environ.get("NO_COLOR"):
         return False
-    if os.environ.get("FORCE_COLOR"):
+    if os.environ.get("FORCE_COLOR", "0") not in ("", "0"):
         return True
     return stream.isatty()
 
@@ -247,7 +252,7 @@ def _make_output_safe() -> None:
 COMMANDS: dict[str, Command] = {
     "check": Command("lint files and directories", add_lint_options, _check),
     "rule": Command("show a rule's documentation", _configure_rule, _rule),
-    "rules": Command("list every rule", _configure_rules, lambda args: _rules(args)),
+    "rules": Command("list every rule", _configure_rules, _rules),
 }
 # Subcommands the engine will add (`tapelint run`, `tapelint confirm`).
 RESERVED = frozenset({"run", "confirm"})

@@ -21,6 +21,7 @@ unreadable, binary, undecodable) into a one-line `FileError` message.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import tokenize
@@ -149,7 +150,11 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"invalid encoding declaration: {exc.msg}") from None
+        if data.startswith(codecs.BOM_UTF8):
+            raise SourceError("starts with a UTF-8 BOM but declares another encoding") from None
+        if "invalid or missing" not in exc.msg:
+            raise SourceError(f"bad encoding declaration: {exc.msg}") from None
+        encoding = "utf-8"  # undeclared and not UTF-8: decoding says where it breaks
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -247,3 +247,69 @@ def test_backward_proves_its_root_tracked():
     (event,) = a.events.values()
     (root,) = event.roots
     assert root.tracked is Tracked.UNKNOWN and a.is_tracked(root)
+
+
+def test_zip_and_enumerate_keep_positions_apart():
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        tracked = [x.exp()]
+        plain = [torch.zeros(2)]
+        for i, (t, p) in enumerate(zip(tracked, plain)):
+            pass
+        """
+    )
+    assert only(a, "t").op == "exp"
+    assert only(a, "p").tracked is Tracked.NO
+    assert a.module_env["i"] == frozenset()
+
+
+def test_requires_grad_with_a_runtime_flag_is_unknown():
+    a = analyse(
+        """
+        import torch
+        v = torch.zeros(2).requires_grad_(need_graph)
+        """
+    )
+    assert only(a, "v").tracked is Tracked.UNKNOWN
+
+
+def test_state_left_by_other_methods_is_not_computed_once():
+    """`select_action` runs between steps: its log-probs are fresh each step,
+    unlike what `__init__` caches."""
+    a = analyse(
+        """
+        import torch
+        import torch.nn as nn
+        class Agent:
+            def __init__(self):
+                self.policy = nn.Linear(2, 2)
+                self.saved = []
+            def select_action(self, state):
+                self.saved.append(self.policy(state).sum())
+            def finish_episode(self):
+                loss = torch.stack(self.saved).sum()
+                loss.backward()
+                self.saved = []
+        """
+    )
+    assert a.results() == []
+
+
+def test_accumulating_values_no_backward_walks_is_not_a_training_total():
+    """Jacobian rows gathered with autograd.grad inside the loop: the loop
+    runs a backward, but not through what it accumulates."""
+    a = analyse(
+        """
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        w = torch.ones(3, requires_grad=True)
+        rows = ()
+        for i in range(3):
+            y = (x * x)[i]
+            (g,) = torch.autograd.grad(y, x, retain_graph=True)
+            rows += ((w * i).sum(),)
+        """
+    )
+    assert [h.kind.value for h in a.results()] == []

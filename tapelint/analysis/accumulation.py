@@ -65,7 +65,7 @@ def accumulation_hazards(analysis: "ModuleAnalysis") -> dict[AbstractNode, Hazar
             continue
         if _backwarded_after(analysis, acc):
             continue
-        with_backward = acc.loop in analysis.loops_with_backward
+        with_backward = _walked_in_loop(analysis, acc, fresh)
         if not with_backward:
             if not any(_loss_like(v) for v in fresh):
                 continue
@@ -96,6 +96,21 @@ def _feeds_the_loss(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
         roots = {id(r.node if isinstance(r, Carried) else r) for r in event.roots}
         for (node, _), _children in hazards.walk(event.roots):
             if node is acc.node and id(node) not in roots:
+                return True
+    return False
+
+
+def _walked_in_loop(analysis: "ModuleAnalysis", acc: Accumulation, fresh: list) -> bool:
+    """Does a backward inside the loop walk the graph of what is accumulated
+    (the loss itself, or what it was computed from)? Then the total keeps
+    every walked iteration's graph reachable. A backward that only computes
+    something else (Jacobian rows with `autograd.grad`) does not count."""
+    wanted = set()
+    for value in fresh:
+        wanted.update(id(node) for (node, _), _children in hazards.walk([value]))
+    for event in analysis.events.values():
+        if acc.loop in event.loops:
+            if any(id(node) in wanted for (node, _), _children in hazards.walk(event.roots)):
                 return True
     return False
 

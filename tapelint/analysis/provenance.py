@@ -252,7 +252,10 @@ class ModuleAnalysis:
             for key, vals in leaves.items():
                 extra[key] = extra.get(key, EMPTY) | vals
         for key, vals in extra.items():
-            info.state[key] = info.state.get(key, EMPTY) | vals
+            # Another method may run before every step (`set_input`, `select_action`):
+            # what it leaves on `self` is not known to be computed once, unlike `__init__`'s.
+            unknown = frozenset(OPAQUE if isinstance(v, (AbstractNode, Carried)) else v for v in vals)
+            info.state[key] = info.state.get(key, EMPTY) | unknown
         for fn in steps:
             if fn in self.inlined_methods:
                 continue  # a helper of another method (`backward_G()` of `optimize_parameters()`)
@@ -1278,7 +1281,8 @@ class Frame:
             flag = _literal_bool(call.args[0].value) if call.args else True
             if flag is False:
                 return EMPTY
-            leaf = self.a.node(self, state, call, "requires_grad_", (), Saves.NOTHING, Tracked.YES, leaf=True)
+            tracked = Tracked.YES if flag else Tracked.UNKNOWN
+            leaf = self.a.node(self, state, call, "requires_grad_", (), Saves.NOTHING, tracked, leaf=True)
             key = self.target_key(func.value)
             if key is not None:
                 state.env[key] = frozenset((leaf,))
@@ -1367,6 +1371,12 @@ class Frame:
             if parents:
                 return frozenset((self.a.node(self, state, call, name, parents, Saves.TENSORS),))
             return EMPTY
+        if name in ("zip", "enumerate") and args:
+            # iterating yields tuples: keep each position apart for unpacking targets
+            columns = [self.elements(vals, state) for _, vals in args if _ is None]
+            if name == "enumerate":
+                columns = [EMPTY, columns[0]] if columns else [EMPTY]
+            return frozenset((self._new_list(call, frozenset((TupleVal(tuple(columns)),)), state),))
         if name in _PASS_THROUGH_BUILTINS:
             out: set = set()
             for _, vals in args:

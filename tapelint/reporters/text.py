@@ -90,8 +90,9 @@ def format_diagnostic(diagnostic: Diagnostic, lines: Sequence[str] | None, style
     bar = style.gutter(" " * width + " |")
     out = [header]
     if snippet is not None:
-        source_line, carets = snippet
-        out += [bar, f"{style.gutter(str(start.line).rjust(width) + ' |')} {source_line}", f"{bar} {style.error(carets)}"]
+        source_line, indent, length = snippet
+        number = style.gutter(f"{start.line} |")
+        out += [bar, f"{number} {source_line}", f"{bar} {' ' * indent}{style.error('^' * length)}"]
         if notes:
             out.append(bar)
     out += [f"{style.gutter(' ' * width + ' =')} {note}" for note in notes]
@@ -121,9 +122,10 @@ def _location(path: str, position: Position) -> str:
     return f"{path}:{position.line}:{position.column + 1}"
 
 
-def _snippet(range_: Range, lines: Sequence[str] | None) -> tuple[str, str] | None:
-    """The primary line (tabs expanded) and its caret underline; a range over
-    several lines is underlined to the end of its first line."""
+def _snippet(range_: Range, lines: Sequence[str] | None) -> tuple[str, int, int] | None:
+    """The primary line (tabs expanded), and where its underline starts and
+    how long it is; a range over several lines is underlined to the end of
+    its first line."""
     line_number = range_.start.line
     if lines is None or not 1 <= line_number <= len(lines):
         return None
@@ -134,7 +136,7 @@ def _snippet(range_: Range, lines: Sequence[str] | None) -> tuple[str, str] | No
     displayed = _expand(text)
     indent = _width(_expand(text[:start]))
     underline = max(_width(_expand(text[:end])) - indent, 1)
-    return displayed.rstrip(), " " * indent + "^" * underline
+    return displayed.rstrip(), indent, underline
 
 
 def _expand(text: str) -> str:
