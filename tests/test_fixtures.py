@@ -24,12 +24,12 @@ def test_linter_reports_exactly_the_declared_diagnostics(path, profile):
     assert reported == declared, "\n".join(f"{d.code} {d.range.start.line}: {d.message}" for d in result.diagnostics)
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
-def test_fails_under_matches_the_declaration(path):
+@pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])
+def test_fails_under_matches_the_declaration(path, profile):
     spec = parse_fixture(path)
-    result = lint_source(path.read_text(encoding="utf-8"), str(path), Settings(semantics=Semantics.STRICT))
+    result = lint_source(path.read_text(encoding="utf-8"), str(path), Settings(semantics=Semantics(profile)))
     for diagnostic in result.diagnostics:
         declared = [e for e in spec.expects if (e.code, e.line) == (diagnostic.code, diagnostic.range.start.line)]
-        if not declared or diagnostic.code in ("TL003", "TL006"):
-            continue  # TL003 is retention (reported in both); TL006 is reported where it fails
+        if not declared:
+            continue
         assert [s.value for s in diagnostic.fails_under] == list(declared[0].profiles)

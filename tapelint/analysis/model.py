@@ -194,4 +194,6 @@ class Hazard:
     accumulator_target: Optional[cst.CSTNode] = None  # TL003: where the total is created
     retention_with_backward: bool = True  # TL003 flavour
     retain_arg: Optional[cst.CSTNode] = None  # TL006: the retain_graph=True argument
-    definition_statement: Optional[cst.CSTNode] = None  # for fixes
+    # Where the user acts, when it is not the definition: a carried value
+    # created inside a function the loop calls is reported at that call.
+    anchor: Optional[cst.CSTNode] = None

@@ -426,7 +426,8 @@ class ModuleAnalysis:
         self.hazards[key] = Hazard(
             kind=kind,
             value=name,
-            definition=_definition_site(node, event) if kind is HazardKind.CARRIED else node.site,
+            definition=node.site,
+            anchor=_definition_site(node, event) if kind is HazardKind.CARRIED else None,
             fails_under_torch=reuse.fails_under_torch,
             saves_assumed=reuse.fails_under_torch and reuse.saves_assumed,
             op=", ".join(reuse.assumed_ops),
@@ -1482,7 +1483,7 @@ class Frame:
         self.a.on_backward(event, state)
 
 
-def _definition_site(node: AbstractNode, event: BackwardEvent) -> cst.CSTNode:
+def _definition_site(node: AbstractNode, event: BackwardEvent) -> Optional[cst.CSTNode]:
     """Where a carried value is re-created in the loop: a node made inside a
     function that the loop called (`model(x, h)` running `forward`) is
     reported at that call, where the user detaches what is carried."""
@@ -1491,7 +1492,7 @@ def _definition_site(node: AbstractNode, event: BackwardEvent) -> cst.CSTNode:
         call = node.context[depth]
         if isinstance(call, cst.Call):
             return call
-    return node.site
+    return None
 
 
 def _keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

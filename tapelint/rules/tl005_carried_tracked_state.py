@@ -21,6 +21,12 @@ class CarriedTrackedState(Rule):
     and fails (and, where it does not fail, every step walks the whole
     history: truncated BPTT that never truncates).
 
+    The diagnostic points at the statement of the loop that re-creates the
+    carried value (where the detach goes); when that happens inside a
+    function the loop calls (`out, h = model(x, h)` running `forward`), its
+    `definition` location is the line inside that function which creates
+    the node, which is what a run of the engine names.
+
     ## Fix safety
     Detaching where the value is carried ("repackaging" the hidden state)
     cuts the gradient at the iteration boundary: that is truncated BPTT, and
@@ -65,9 +71,12 @@ for step in range(3):
 
     def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
+        anchor = hazard.anchor if hazard.anchor is not None else hazard.definition
+        created = ctx.line_of(anchor)
+        inner = "" if hazard.anchor is None else f", by the call that runs line {ctx.line_of(hazard.definition)}"
         message = (
             f"`{name}` is carried from one iteration of {loop_phrase(hazard, ctx)} into the next "
-            f"(created at line {ctx.line_of(hazard.definition)}): the backward at line "
+            f"(created at line {created}{inner}): the backward at line "
             f"{ctx.line_of(hazard.fails_at.call)} frees each iteration's graph, and the next iteration's "
             f"backward walks into it again through `{name}` and fails. Detach it where it is carried "
             f"(`{name} = {name}.detach()`), as truncated BPTT does." + semantics_note(hazard)
@@ -78,7 +87,7 @@ for step in range(3):
             severity=self.severity,
             message=message,
             path=ctx.path,
-            range=ctx.range_of(hazard.definition),
+            range=ctx.range_of(anchor),
             fails_under=fails_under(hazard.fails_under_torch),
             related=reuse_related(hazard, ctx),
             fixes=(Fix(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` at the start of each iteration"),),

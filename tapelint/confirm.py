@@ -1,0 +1,88 @@
+"""`tapelint confirm`: prove each diagnostic by running the program.
+
+The program runs once per file on the engine (or real PyTorch) in a sandboxed
+subprocess; its structured outcome is matched against each diagnostic's
+positions, as `rules.md` demands: a reuse finding is `confirmed` only if the
+run fails at the diagnostic's `fails-at` call on the node from its
+`definition`; TL003 only if the graph kept alive grows with the iterations.
+The engine is imported lazily: the linter itself never needs numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from tapelint.diagnostics import Diagnostic, FileResult, Role, Semantics
+
+REUSE_ERRORS = ("second-backward", "tape-consumed", "inplace")
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    status: str  # confirmed | refuted | unsupported | timeout
+    semantics: str
+    runtime: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "semantics": self.semantics, "runtime": self.runtime}
+
+
+def confirm_file(
+    result: FileResult,
+    semantics: Semantics,
+    *,
+    timeout: float = 30.0,
+    backend: str = "engine",
+) -> list[tuple[Diagnostic, Confirmation]]:
+    """Run the file of `result` once and judge each of its diagnostics."""
+    from tapelint_engine.runner import run_program
+
+    diagnostics = [d for d in result.diagnostics if d.code != "TL900"]
+    if not diagnostics:
+        return []
+    watch = tuple(sorted({d.range.start.line for d in diagnostics if d.code == "TL003"}))
+    report = run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=backend)
+    return [(d, judge(d, report, semantics)) for d in diagnostics]
+
+
+def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirmation:
+    """The verdict on one diagnostic, given the run's `RunReport`."""
+    runtime = {
+        "error": report.error,
+        "line": report.line,
+        "node_id": report.node_id,
+        "node_line": report.node_line,
+        "detail": report.detail,
+    }
+
+    def verdict(status: str, detail: Optional[str] = None) -> Confirmation:
+        if detail:
+            runtime["detail"] = detail
+        return Confirmation(status, semantics.value, runtime)
+
+    if report.status == "timeout":
+        return verdict("timeout")
+    if report.status in ("unsupported", "crash"):
+        return verdict("unsupported", report.detail or report.error)
+    if diagnostic.code == "TL003":
+        nodes, saved = report.growth(diagnostic.range.start.line)
+        if nodes > 0 or saved > 0:
+            return verdict("confirmed", f"live graph grew by {nodes} nodes and {saved} saved bytes")
+        return verdict("refuted", "no growth of the live graph across iterations")
+    fails_at = diagnostic.related_of(Role.FAILS_AT)
+    definition = diagnostic.related_of(Role.DEFINITION)
+    if report.status != "error" or report.error_kind not in REUSE_ERRORS:
+        return verdict("refuted", "the program ran without a graph-reuse error")
+    if fails_at is None or report.line != fails_at.range.start.line:
+        return verdict("refuted", f"it failed at line {report.line}, not at the predicted backward")
+    if definition is None or report.node_line is None:
+        return verdict("confirmed")
+    if definition.range.start.line <= report.node_line <= definition.range.end.line:
+        return verdict("confirmed")
+    if semantics is Semantics.STRICT and report.error_kind == "tape-consumed":
+        # semantics.md §2: once the reused value (or a non-leaf ancestor of it)
+        # has no live handle, the strict tape prunes the whole later branch and
+        # names that branch's own node instead; the failing call is the proof.
+        return verdict("confirmed", "the strict tape pruned the reused branch, so it names the later root")
+    return verdict("refuted", f"it failed on the node created at line {report.node_line}")
