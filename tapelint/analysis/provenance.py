@@ -447,7 +447,9 @@ class ModuleAnalysis:
             if not self.is_tracked(node):
                 continue
             hkey = (HazardKind.RETAIN_TO_COMBINE, earlier.call)
-            if hkey not in self.hazards:
+            chained = any(h.kind is HazardKind.RETAIN_TO_COMBINE and h.fails_at is earlier
+                          for h in self.hazards.values())
+            if hkey not in self.hazards and not chained:  # one finding per chain of retains
                 self.hazards[hkey] = Hazard(
                     kind=HazardKind.RETAIN_TO_COMBINE,
                     value=self.display_name(node),

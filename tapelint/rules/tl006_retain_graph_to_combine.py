@@ -12,7 +12,8 @@ class RetainGraphToCombine(Rule):
     ## What it does
     Finds `retain_graph=True` whose only purpose is to backward several
     losses that share a graph in a row, with nothing in between that reads
-    or applies the gradients. Reported under `--semantics strict`: PyTorch
+    or applies the gradients. A chain of such backwards is one finding, at
+    the first `retain_graph=True`. Reported under `--semantics strict`: PyTorch
     runs it, but a strict tape (burn) has no `retain_graph`, so code being
     ported must combine the losses.
 

@@ -1,0 +1,71 @@
+"""The engine against every fixture's header, and `confirm` against every
+declared diagnostic: each fixture runs once per semantics on the engine (in
+parallel subprocesses); the run must do what the header says, and every
+diagnostic the linter reports must be confirmed by it."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+import pytest
+
+pytest.importorskip("numpy")
+
+from fixture_spec import PROFILES, fixture_paths, parse_fixture  # noqa: E402
+from tapelint.confirm import judge  # noqa: E402
+from tapelint.diagnostics import Semantics  # noqa: E402
+from tapelint.lint import lint_source  # noqa: E402
+from tapelint.settings import Settings  # noqa: E402
+from tapelint_engine.runner import run_program  # noqa: E402
+
+PATHS = fixture_paths()
+CASES = [(path, profile) for path in PATHS for profile in PROFILES]
+
+
+def _watch_lines(path, profile) -> tuple[int, ...]:
+    spec = parse_fixture(path)
+    lines = {e.line for e in spec.expects if e.code == "TL003"}
+    other = spec.strict if profile == "torch" else spec.torch
+    if getattr(spec, profile).kind == "grows" and not lines and other.line:
+        lines.add(other.line)  # a carried value: sample where the other semantics fails
+    return tuple(sorted(lines))
+
+
+@lru_cache(maxsize=1)
+def _runs() -> dict:
+    """One engine run per fixture and semantics, two at a time."""
+    def run(case):
+        path, profile = case
+        return case, run_program(str(path), profile, timeout=60, watch_lines=_watch_lines(path, profile))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, CASES))
+
+
+@pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])
+def test_engine_run_matches_the_header(path, profile):
+    expected = getattr(parse_fixture(path), profile)
+    report = _runs()[(path, profile)]
+    assert report.status in ("ok", "error"), f"{report.status}: {report.detail} {report.output[-500:]}"
+    if expected.kind in ("ok", "grows"):
+        assert report.status == "ok", f"{report.error} at line {report.line}"
+        if expected.kind == "grows":
+            watched = _watch_lines(path, profile)
+            assert any(sum(report.growth(line)) > 0 for line in watched), report.samples
+        return
+    kinds = {"fails": ("second-backward", "tape-consumed"), "inplace": ("inplace",)}[expected.kind]
+    assert report.status == "error" and report.error_kind in kinds, f"{report.error_kind}: {report.error}"
+    assert report.line == expected.line
+    if expected.node_line is not None:
+        assert report.node_line == expected.node_line
+
+
+@pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])
+def test_every_diagnostic_is_confirmed(path, profile):
+    semantics = Semantics(profile)
+    result = lint_source(path.read_text(encoding="utf-8"), str(path), Settings(semantics=semantics))
+    report = _runs()[(path, profile)]
+    verdicts = [(d.code, d.range.start.line, judge(d, report, semantics)) for d in result.diagnostics]
+    refuted = [(code, line, v.status, v.runtime) for code, line, v in verdicts if v.status != "confirmed"]
+    assert refuted == []
