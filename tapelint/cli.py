@@ -4,6 +4,7 @@
     tapelint PATH...              the same: no subcommand means `check`
     tapelint rule CODE|NAME       a rule's documentation
     tapelint rules                every rule: code, name, summary
+    tapelint lsp                  the language server, over stdio
 
 Exit codes (`rules.md`): 0 nothing found; 1 diagnostics reported, or a file
 could not be read (it was not checked, so the run is not clean); 2 usage
@@ -12,8 +13,8 @@ internal error (tapelint failed on a file: reported as that file's
 `internal error`, the other files are still checked). Finding no Python
 file at all is a warning, exit 0, as in ruff.
 
-Subcommands live in `COMMANDS`; `run` and `confirm` are reserved for the
-engine and answer with a usage error until they are registered there.
+Subcommands live in `COMMANDS`; `run` and `confirm` execute user code on the
+engine (`tapelint.engine_commands`), and only they do.
 """
 
 from __future__ import annotations
@@ -25,15 +26,21 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence, TextIO
 
-from tapelint import __version__
+from tapelint import __version__, engine_commands, explain
 from tapelint.diagnostics import Semantics
-from tapelint.files import Excluder, SourceError, discover, read_source
+from tapelint.baseline import BaselineError
+from tapelint.baseline import load as load_baseline
+from tapelint.baseline import write as write_baseline
+from tapelint.config import ConfigError, Overrides, Resolver, Selection, Selector, parse_selector
+from tapelint.files import Discovery, SourceError, discover, read_source
+from tapelint.fixes import fix_files, write_diff
+from tapelint.fixes import summary as fix_summary
+from tapelint.notebooks import is_notebook
 from tapelint.reporters import REPORTERS, Report, ReportOptions
 from tapelint.rules import ALL_RULES, resolve
 from tapelint.rules.base import Rule
-from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.runner import default_jobs, lint_files
-from tapelint.settings import Settings
+from tapelint.stdin import StdinRun, is_stdin, lint_stdin
 
 EXIT_CLEAN = 0
 EXIT_FOUND = 1
@@ -99,8 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _with_default_command(argv: list[str]) -> list[str]:
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         return argv
-    if argv and argv[0] in RESERVED:
-        raise UsageError(f"`tapelint {argv[0]}` is not available in this version")
     return ["check", *argv]
 
 
@@ -114,58 +119,127 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--semantics",
         choices=[s.value for s in Semantics],
-        default=Semantics.TORCH.value,
+        default=None,
         help="judge against PyTorch (default) or a strict tape that rejects every reuse",
     )
     parser.add_argument("--select", action="append", default=[], metavar="RULES",
                         help="only these rules: comma-separated codes, code prefixes (TL00) or names")
+    parser.add_argument("--extend-select", action="append", default=[], metavar="RULES",
+                        help="also these rules (same forms as --select)")
     parser.add_argument("--ignore", action="append", default=[], metavar="RULES",
                         help="skip these rules (same forms as --select)")
+    parser.add_argument("--config", metavar="PATH", help="use this pyproject.toml's [tool.tapelint] for every file")
+    parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    parser.add_argument("--report-unused-suppressions", action="store_true", default=None,
+                        help="report suppression comments that suppress nothing (TL901)")
+    parser.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
+    parser.add_argument("--write-baseline", metavar="FILE", help="record every current finding in FILE and exit")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip matching files and directories (repeatable, or comma-separated)")
     parser.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
                         help="worker processes (default: one per core)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and errors only, no summary")
     parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
+    parser.add_argument("--stdin-filename", metavar="NAME",
+                        help="with `-` as the path: the name to report standard input under (and find its configuration by)")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
+    parser.add_argument("--unsafe-fixes", action="store_true", default=None,
+                        help="with --fix or --diff, apply unsafe fixes too (config: unsafe-fixes)")
+    parser.add_argument("--no-unsafe-fixes", action="store_false", dest="unsafe_fixes", default=None,
+                        help="never apply unsafe fixes, whatever the configuration says")
+    parser.add_argument("--diff", action="store_true",
+                        help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    select = _selected_codes(args.select) if args.select else None
-    ignore = _selected_codes(args.ignore) if args.ignore else frozenset()
-    if select is not None and ParseError.code not in ignore:
-        # A file that cannot be parsed is never silently passed, whatever is
-        # selected (as in ruff); `--ignore TL900` is the way to silence it.
-        select = select | {ParseError.code}
-    return Settings(semantics=Semantics(args.semantics), select=select, ignore=ignore)
+def resolver_from_args(args: argparse.Namespace) -> Resolver:
+    """Settings per file: the nearest `[tool.tapelint]` under the command line
+    (see `tapelint.config`). Raises `ConfigError`."""
+    overrides = Overrides(
+        selection=Selection(
+            select=_selectors(args.select) if args.select else None,
+            extend_select=_selectors(args.extend_select),
+            ignore=_selectors(args.ignore),
+        ),
+        exclude=tuple(_split(args.exclude)),
+        semantics=Semantics(args.semantics) if args.semantics else None,
+        unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        report_unused_suppressions=args.report_unused_suppressions,
+    )
+    return Resolver(overrides, config_file=args.config, isolated=args.isolated)
 
 
 def _check(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
-    excluder = Excluder(tuple(_split(args.exclude)))
-    discovery = discover(args.paths, excluder)
-    run = lint_files(discovery.files, settings, args.jobs or default_jobs())
-    report = Report(__version__, settings.semantics, run.results, discovery.errors)
-    options = ReportOptions(color=_use_color(args, sys.stdout), quiet=args.quiet, read_source=_source_or_none)
+    stdin = _stdin_name(args)
+    try:
+        resolver = resolver_from_args(args)
+        discovery = Discovery((stdin,)) if stdin is not None else discover(args.paths, resolver.excluder())
+        per_file = [resolver.settings_for(path) for path in discovery.files]
+        baseline = load_baseline(args.baseline) if args.baseline else None
+    except (ConfigError, BaselineError) as exc:
+        raise UsageError(str(exc)) from None
+    stdin_run: StdinRun | None = None
+    if stdin is not None:
+        stdin_run = lint_stdin(sys.stdin.buffer, stdin, per_file[0])
+        run = stdin_run.run
+    else:
+        run = lint_files(discovery.files, per_file, args.jobs or default_jobs())
+    source_of = stdin_run.read_source if stdin_run else _source_or_none
+    results = run.results
+    if args.write_baseline:
+        try:
+            count = write_baseline(args.write_baseline, results, source_of)
+        except BaselineError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"tapelint: recorded {count} finding(s) in {args.write_baseline}", file=sys.stderr)
+        return EXIT_ERROR if discovery.errors or run.crashed else EXIT_CLEAN
+    fixed = None
+    if args.fix or args.diff:
+        results, fixed = fix_files(results, per_file, write=not args.diff)
+        if args.diff:
+            write_diff(fixed, sys.stdout, sys.stderr)
+            if discovery.errors or run.crashed:
+                return EXIT_ERROR
+            return EXIT_FOUND if fixed.changed or fixed.errors else EXIT_CLEAN
+    if baseline is not None:
+        results, stale = baseline.filter(results, source_of)
+        if stale and not args.quiet:
+            print(f"tapelint: {stale} baseline entr{'y' if stale == 1 else 'ies'} matched nothing"
+                  " (fixed or edited); refresh with --write-baseline", file=sys.stderr)
+    semantics = resolver.settings_for(os.path.join(os.curdir, "-")).semantics
+    report = Report(__version__, semantics, results, discovery.errors)
+    read_source = stdin_run.read_source if stdin_run else _module_source
+    options = ReportOptions(color=_use_color(args, sys.stdout), quiet=args.quiet, read_source=read_source)
     if not discovery.files and not discovery.errors and not args.quiet:
         print(f"tapelint: warning: no Python files found under {', '.join(args.paths)}", file=sys.stderr)
     if discovery.files or discovery.errors or args.format != "text":
         REPORTERS[args.format](report, sys.stdout, options)
+    if fixed is not None and not args.quiet:
+        print(fix_summary(fixed), file=sys.stdout if args.format == "text" else sys.stderr)
     sys.stdout.flush()
     if discovery.errors or run.crashed:
         return EXIT_ERROR
     return EXIT_FOUND if report.diagnostics or report.errors else EXIT_CLEAN
 
 
-def _selected_codes(values: list[str]) -> frozenset[str]:
-    codes: set[str] = set()
-    for selector in _split(values):
-        rule = resolve(selector)
-        prefix = selector.upper()
-        matching = [rule.code] if rule else [r.code for r in ALL_RULES if prefix == "ALL" or r.code.startswith(prefix)]
-        if not matching:
-            raise UsageError(f"unknown rule or prefix {selector!r} (see `tapelint rules`)")
-        codes.update(matching)
-    return frozenset(codes)
+def _stdin_name(args: argparse.Namespace) -> str | None:
+    """The name standard input is reported under, when `-` is the path."""
+    if not is_stdin(args.paths):
+        if args.stdin_filename is not None or "-" in args.paths:
+            raise UsageError("standard input is read with `-` as the only path (with --stdin-filename NAME)")
+        return None
+    if args.fix or args.diff:
+        raise UsageError("--fix and --diff do not read standard input; name the files")
+    return args.stdin_filename or "-"
+
+
+def _selectors(values: list[str]) -> tuple[Selector, ...]:
+    selectors = []
+    for text in _split(values):
+        selector = parse_selector(text)
+        if selector is None:
+            raise UsageError(f"unknown rule or prefix {text!r} (see `tapelint rules`)")
+        selectors.append(selector)
+    return tuple(selectors)
 
 
 def _split(values: list[str]) -> list[str]:
@@ -187,6 +261,12 @@ def _source_or_none(path: str) -> str | None:
         return read_source(path)
     except SourceError:
         return None
+
+
+def _module_source(path: str) -> str | None:
+    """Source lines for the reporters, which index a file's lines: a
+    notebook's positions are cell lines, so it shows none."""
+    return None if is_notebook(path) else _source_or_none(path)
 
 
 def _use_color(args: argparse.Namespace, stream: TextIO) -> bool:
@@ -249,10 +329,31 @@ def _make_output_safe() -> None:
             reconfigure(errors="backslashreplace")
 
 
+# --- lsp --------------------------------------------------------------------------
+
+
+def _configure_lsp(parser: argparse.ArgumentParser) -> None:
+    """No options: an editor starts `tapelint lsp` and talks LSP over stdio."""
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    try:
+        from tapelint.lsp.server import main as serve  # pygls is an optional extra
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("pygls", "lsprotocol"):
+            raise
+        raise UsageError("the language server needs pygls: pip install 'tapelint[lsp]'") from None
+    return serve()
+
+
 COMMANDS: dict[str, Command] = {
     "check": Command("lint files and directories", add_lint_options, _check),
     "rule": Command("show a rule's documentation", _configure_rule, _rule),
     "rules": Command("list every rule", _configure_rules, _rules),
+    "explain": Command("explain a pasted PyTorch or burn error (or traceback)", explain.configure, explain.run),
+    "lsp": Command("run the language server over stdio (needs tapelint[lsp])", _configure_lsp, _lsp),
+    "run": Command("execute a program on the engine and report graph reuse (needs tapelint[engine])",
+                   engine_commands.configure_run, engine_commands.run_command),
+    "confirm": Command("lint, then prove each diagnostic by running the program (needs tapelint[engine])",
+                       engine_commands.configure_confirm, engine_commands.confirm_command),
 }
-# Subcommands the engine will add (`tapelint run`, `tapelint confirm`).
-RESERVED = frozenset({"run", "confirm"})

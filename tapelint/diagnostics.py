@@ -53,11 +53,16 @@ class Safety(str, Enum):
 
 @dataclass(frozen=True, order=True)
 class Position:
-    line: int  # 1-based
+    line: int  # 1-based (within the cell, in a notebook)
     column: int  # 0-based
+    # In a notebook: the 1-based index of the cell in the notebook's `cells`
+    # (markdown cells counted), see `tapelint.notebooks`; None in a module.
+    cell: int | None = None
 
     def to_json(self) -> dict[str, int]:
-        return {"line": self.line, "column": self.column}
+        if self.cell is None:
+            return {"line": self.line, "column": self.column}
+        return {"cell": self.cell, "line": self.line, "column": self.column}
 
 
 @dataclass(frozen=True, order=True)
@@ -130,8 +135,9 @@ class Diagnostic:
         return next((r for r in self.related if r.role is role), None)
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.range.start.line, self.range.start.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        start = self.range.start
+        return (self.path, start.cell or 0, start.line, start.column, self.code)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,6 +1,7 @@
 """Which files a run checks, and how their bytes become text.
 
-Discovery walks directories recursively in sorted order, keeps `*.py` files,
+Discovery walks directories recursively in sorted order, keeps `*.py` files
+and Jupyter notebooks (`*.ipynb`),
 and skips what is never the user's own code: version-control folders,
 virtualenvs, caches and build output. The built-in skip list is ruff's
 default `exclude` (plus `__pycache__` and any folder holding a `pyvenv.cfg`,
@@ -39,6 +40,8 @@ SKIPPED_DIRECTORIES: frozenset[str] = frozenset(
 )
 
 VIRTUALENV_MARKER = "pyvenv.cfg"
+# Modules and Jupyter notebooks (see `tapelint.notebooks`).
+SOURCE_SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,13 @@ class Excluder:
                 return True
         return False
 
+    def skips_directory(self, path: str) -> bool:
+        """During the walk only: the built-in skip list, then the globs."""
+        return os.path.basename(path) in SKIPPED_DIRECTORIES or self.excludes(path)
+
 
 def discover(paths: Iterable[str], excluder: Excluder = Excluder()) -> Discovery:
-    """Every Python file under `paths`, each once, in a deterministic order:
+    """Every Python file and notebook under `paths`, each once, in a deterministic order:
     named paths in the order given, directory contents sorted by name."""
     files: list[str] = []
     errors: list[FileError] = []
@@ -112,14 +119,10 @@ def _walk(root: str, excluder: Excluder, errors: list[FileError]) -> Iterator[st
     for entry in entries:
         path = entry.name if root == "." else os.path.join(root, entry.name)
         if entry.is_dir(follow_symlinks=False):
-            if (
-                entry.name in SKIPPED_DIRECTORIES
-                or excluder.excludes(path)
-                or os.path.exists(os.path.join(path, VIRTUALENV_MARKER))
-            ):
+            if excluder.skips_directory(path) or os.path.exists(os.path.join(path, VIRTUALENV_MARKER)):
                 continue
             yield from _walk(path, excluder, errors)
-        elif entry.name.endswith(".py") and not entry.is_dir() and not excluder.excludes(path):
+        elif entry.name.endswith(SOURCE_SUFFIXES) and not entry.is_dir() and not excluder.excludes(path):
             yield path
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from tapelint.diagnostics import FileError, FileResult
+from tapelint.document import lint_document
 from tapelint.files import SourceError, read_source
-from tapelint.lint import lint_source
 from tapelint.settings import Settings
 
 # Measured: 512 MiB of stack holds recursion 50,000 Python frames deep even
@@ -68,12 +68,15 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def lint_files(files: Sequence[str], settings: Settings, jobs: int) -> RunResult:
-    """Lint `files` with up to `jobs` processes (in this process when 1)."""
+def lint_files(files: Sequence[str], settings: Settings | Sequence[Settings], jobs: int) -> RunResult:
+    """Lint `files` with up to `jobs` processes (in this process when 1);
+    `settings` is one for all files or one per file (from their configuration),
+    sent to the workers with each file."""
+    per_file = (settings,) * len(files) if isinstance(settings, Settings) else tuple(settings)
     jobs = min(jobs, len(files))
     if jobs <= 1:
-        return RunResult(tuple(lint_one(path, settings) for path in files))
-    return RunResult(_parallel(files, settings, jobs))
+        return RunResult(tuple(lint_one(path, file_settings) for path, file_settings in zip(files, per_file)))
+    return RunResult(_parallel(files, per_file, jobs))
 
 
 def lint_one(path: str, settings: Settings) -> Outcome:
@@ -90,7 +93,7 @@ def _read_and_lint(path: str, settings: Settings) -> Outcome:
                 source = read_source(path)
             except SourceError as exc:
                 return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
-            return Outcome(lint_source(source, path, settings))
+            return Outcome(lint_document(source, path, settings))
     except MemoryError:
         return Outcome(FileResult(path, errors=(FileError(path, "out of memory while checking this file"),)))
     except Exception as exc:  # a bug in tapelint: report it on this file, check the others
@@ -125,22 +128,12 @@ def _with_deep_stack(function: Callable[[str, Settings], Outcome], path: str, se
 
 # --- worker processes ---------------------------------------------------------
 
-_worker_settings: Settings | None = None
-
-
-def _init_worker(settings: Settings) -> None:
-    global _worker_settings
-    _worker_settings = settings
+def _init_worker() -> None:
     # The parent handles Ctrl-C and shuts the pool down; workers stay quiet.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _work(path: str) -> Outcome:
-    assert _worker_settings is not None
-    return lint_one(path, _worker_settings)
-
-
-def _parallel(files: Sequence[str], settings: Settings, jobs: int) -> tuple[Outcome, ...]:
+def _parallel(files: Sequence[str], settings: Sequence[Settings], jobs: int) -> tuple[Outcome, ...]:
     outcomes: dict[int, Outcome] = {}
     pending = deque(range(len(files)))
     while pending:
@@ -154,18 +147,18 @@ def _parallel(files: Sequence[str], settings: Settings, jobs: int) -> tuple[Outc
 
 
 def _run_pool(
-    files: Sequence[str], pending: deque[int], settings: Settings, jobs: int, outcomes: dict[int, Outcome]
+    files: Sequence[str], pending: deque[int], settings: Sequence[Settings], jobs: int, outcomes: dict[int, Outcome]
 ) -> list[int]:
     """Lint `pending` (consumed) into `outcomes`; if the pool breaks, return
     the indexes that were in flight, whose outcome is unknown."""
     in_flight: dict[Future[Outcome], int] = {}
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,))
+    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker)
     try:
         while pending or in_flight:
             while pending and len(in_flight) < jobs * _IN_FLIGHT_PER_WORKER:
                 index = pending.popleft()
                 try:
-                    in_flight[executor.submit(_work, files[index])] = index
+                    in_flight[executor.submit(lint_one, files[index], settings[index])] = index
                 except BrokenProcessPool:
                     return [index, *in_flight.values()]
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)

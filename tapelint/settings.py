@@ -18,6 +18,10 @@ class Settings:
     # their first argument, and extra calls whose result is tracked.
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
+    # `--fix` also applies unsafe fixes (config `unsafe-fixes`).
+    unsafe_fixes: bool = False
+    # Report suppression comments that suppress nothing (TL901).
+    report_unused_suppressions: bool = False
 
     def enabled(self, code: str) -> bool:
         if code in self.ignore:

@@ -1424,7 +1424,13 @@ class Frame:
         the nodes it creates and the backwards it runs sit in the caller's
         loops (a training step called once per iteration)."""
         if self.depth >= INLINE_DEPTH or self.a.inline_budget <= 0 or fn in self.context:
-            return self.unknown_call(call, args, state, receiver_unknown=True) if isinstance(call, cst.Call) else EMPTY
+            # A function of this file we will not look into (recursion, depth): its
+            # result may well be detached (`repackage_hidden`), so it is unknown.
+            if not isinstance(call, cst.Call):
+                return EMPTY
+            parents = [p for _, v in args for p in self.graph_values(v, state)]
+            return frozenset((self.a.node(self, state, call, f"{fn.name.value}(...)", parents, Saves.UNKNOWN,
+                                          Tracked.UNKNOWN),))
         self.a.inline_budget -= 1
         if share_self and owner is not None:
             self.a.inlined_methods.add(fn)

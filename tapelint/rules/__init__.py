@@ -10,6 +10,7 @@ from tapelint.rules.tl004_repeated_backward import RepeatedBackward
 from tapelint.rules.tl005_carried_tracked_state import CarriedTrackedState
 from tapelint.rules.tl006_retain_graph_to_combine import RetainGraphToCombine
 from tapelint.rules.tl900_parse_error import ParseError
+from tapelint.rules.tl901_unused_suppression import UnusedSuppression
 
 ALL_RULES: tuple[type[Rule], ...] = (
     HoistedTrackedTensor,
@@ -19,6 +20,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     CarriedTrackedState,
     RetainGraphToCombine,
     ParseError,
+    UnusedSuppression,
 )
 
 BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

@@ -11,7 +11,9 @@ from tapelint.rules.base import (
     Valid,
     detach_fix,
     fails_under,
+    fix_of,
     loop_phrase,
+    recompute_edits,
     reuse_related,
     semantics_note,
 )
@@ -35,7 +37,13 @@ class HoistedTrackedTensor(Rule):
     ## Fix safety
     Both fixes are unsafe: `detach()` stops gradients from reaching what the
     value was computed from; recomputing it inside the loop changes the cost
-    of every step.
+    of every step (and the value, if its inputs change between steps).
+    Recomputing is offered first, as it keeps the gradients the code asked
+    for, with an edit only when the value is created by one plain assignment
+    just before the loop, in the same block, from names that neither the
+    loop nor the statements in between rebind: the statement is moved to the
+    top of the loop body (copied, when what it binds is also read outside
+    the loop). Otherwise it is a suggestion only.
     """
 
     code = "TL001"
@@ -131,11 +139,16 @@ for step in range(3):
             range=ctx.range_of(hazard.definition),
             fails_under=fails_under(hazard.fails_under_torch),
             related=reuse_related(hazard, ctx),
-            fixes=(
-                detach_fix(hazard, ctx, f"detach `{name}` where it is created (it then gets no gradient)"),
-                Fix(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration"),
-            ),
+            fixes=self._fixes(hazard, ctx),
         )
+
+    def _fixes(self, hazard: Hazard, ctx: ReportContext) -> tuple[Fix, ...]:
+        """Recompute first when it can be applied: it keeps the gradients."""
+        name = hazard.value
+        detach = detach_fix(hazard, ctx, f"detach `{name}` where it is created (it then gets no gradient)")
+        recompute = fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration",
+                           recompute_edits(hazard, ctx))
+        return (recompute, detach) if recompute.edits else (detach, recompute)
 
 
 def _inside(hazard: Hazard, ctx: ReportContext) -> bool:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from tapelint.analysis.model import Hazard, HazardKind
-from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
+from tapelint.diagnostics import Diagnostic, FixKind, Safety
 from tapelint.rules.base import (
     Invalid,
     ReportContext,
     Rule,
     Valid,
-    detach_fix,
+    branch_detach_edits,
+    combine_edits,
     fails_under,
+    fix_of,
     reuse_related,
     semantics_note,
 )
@@ -32,8 +34,15 @@ class SharedAncestorBackward(Rule):
     ## Fix safety
     Combining the losses (`(l1 + l2).backward()`) gives bit-identical
     gradients and walks the shared part once, but changes where the
-    gradients are read in between, so it is unsafe; detaching the shared
-    value on one branch changes which parameters get gradients (unsafe too).
+    gradients are read in between, so it is unsafe; it has an edit only when
+    the backwards are consecutive statements of one block (nothing reads the
+    gradients in between). Detaching the shared value on the first loss's
+    branch changes which parameters get gradients (unsafe too); it has an
+    edit where that loss is assigned in the same block and passes the shared
+    name straight to a call of a name or `self.` attribute (`D(fake)` ->
+    `D(fake.detach())`, the GAN fix), a call taken to be a module with its
+    own parameters so that the first loss still has a graph. Otherwise both
+    are suggestions only.
     """
 
     code = "TL002"
@@ -97,7 +106,10 @@ l2.backward()
             fails_under=fails_under(hazard.fails_under_torch),
             related=reuse_related(hazard, ctx),
             fixes=(
-                Fix(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once"),
-                detach_fix(hazard, ctx, f"detach `{name}` on the branch that must not reach it"),
+                fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once",
+                       combine_edits(hazard, ctx)),
+                fix_of(FixKind.DETACH, Safety.UNSAFE,
+                       f"detach `{name}` on the first loss's branch (it then gets no gradient from that loss)",
+                       branch_detach_edits(hazard, ctx)),
             ),
         )

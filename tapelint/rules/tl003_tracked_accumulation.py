@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tapelint.analysis.model import Hazard, HazardKind
-from tapelint.diagnostics import Diagnostic, Fix, FixKind, Related, Role, Safety, Semantics
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
+from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, accumulation_fixes, loop_phrase
 
 
 class TrackedAccumulation(Rule):
@@ -31,8 +31,22 @@ class TrackedAccumulation(Rule):
     and backwarded once, residual sums in a `forward`) is not reported.
 
     ## Fix safety
-    `.item()` is safe where the total is only reported (printed, logged,
-    averaged); `.detach()` keeps a tensor where one is needed.
+    Decided from every other use of the total in the module (names matched
+    by spelling: a same-named variable elsewhere can only make it stricter):
+
+    * `.item()` is safe when every use is numeric or reporting (arithmetic,
+      comparisons, f-strings, `print`/logging calls, `float`/`round`/`str`...;
+      for a list: `len`, `sum`, `min`, `max`, `mean`, an element) and the
+      value is known to hold one element (a loss function, an `nn.*Loss`
+      object, a full `.sum()`/`.mean()`); otherwise unsafe: a float has no
+      `.item()`, and a tensor of many elements has no `.item()` either.
+    * `.detach()` is safe when every use is numeric, reporting, or reads the
+      tensor (`total.item()`, `.tolist()`): nothing can backward through the
+      total, so no gradient changes; otherwise (returned, stored, iterated,
+      passed on) it is unsafe.
+
+    The safe fix is listed (and applied) first; when neither is safe,
+    `.detach()` comes first as it keeps the total's type.
     """
 
     code = "TL003"
@@ -135,8 +149,10 @@ total.backward()
                 Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
                         f"`{value}` is created here, once per iteration"),
             ),
-            fixes=(
-                Fix(FixKind.ITEM, Safety.SAFE, f"accumulate `{value}.item()`, a Python number"),
-                Fix(FixKind.DETACH, Safety.UNSAFE, f"accumulate `{value}.detach()`, a tensor without graph"),
+            fixes=accumulation_fixes(
+                hazard,
+                ctx,
+                item=f"accumulate `{value}.item()`, a Python number",
+                detach=f"accumulate `{value}.detach()`, a tensor without graph",
             ),
         )

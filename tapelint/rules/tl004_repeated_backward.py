@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from tapelint.analysis.model import Hazard, HazardKind
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, fails_under, loop_phrase, reuse_related, semantics_note
+from tapelint.rules.base import (
+    Invalid,
+    ReportContext,
+    Rule,
+    Valid,
+    fails_under,
+    fix_of,
+    loop_phrase,
+    recompute_edits,
+    remove_edits,
+    reuse_related,
+    semantics_note,
+)
 
 
 class RepeatedBackward(Rule):
@@ -21,9 +33,14 @@ class RepeatedBackward(Rule):
     gradients silently double.
 
     ## Fix safety
-    Removing the second call is unsafe when the repetition was meant;
-    `retain_graph=True` on the first call is shown, never applied: it keeps
-    the whole graph alive and usually hides the real bug.
+    Removing the second call is unsafe when the repetition was meant; it
+    has an edit when the call is a statement of its own (its lines go, with
+    its trailing comment; `pass` if it was alone in its block), not when its
+    result is assigned. `retain_graph=True` on the first call is shown,
+    never applied: it keeps the whole graph alive and usually hides the real
+    bug. When a loop re-runs the backward of a root built before it, there
+    is no second call to remove: the fix builds the root inside the loop
+    (unsafe, with an edit under the same conditions as TL001's).
     """
 
     code = "TL004"
@@ -97,10 +114,16 @@ for step in range(3):
             range=ctx.range_of(hazard.fails_at.call),
             fails_under=fails_under(hazard.fails_under_torch),
             related=reuse_related(hazard, ctx),
-            fixes=(
-                Fix(FixKind.REMOVE, Safety.UNSAFE, "remove the repeated backward"),
-                Fix(FixKind.RETAIN_GRAPH, Safety.DISPLAY_ONLY,
-                    "pass retain_graph=True to the first backward if walking twice is intended "
-                    "(keeps the whole graph alive; gradients accumulate)"),
-            ),
+            fixes=self._fixes(hazard, ctx),
+        )
+
+    def _fixes(self, hazard: Hazard, ctx: ReportContext) -> tuple[Fix, ...]:
+        if hazard.first_backward is hazard.fails_at:
+            return (fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"build `{hazard.value}` inside the loop",
+                           recompute_edits(hazard, ctx)),)
+        return (
+            fix_of(FixKind.REMOVE, Safety.UNSAFE, "remove the repeated backward", remove_edits(hazard, ctx)),
+            Fix(FixKind.RETAIN_GRAPH, Safety.DISPLAY_ONLY,
+                "pass retain_graph=True to the first backward if walking twice is intended "
+                "(keeps the whole graph alive; gradients accumulate)"),
         )

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 from tapelint.analysis.model import Hazard, HazardKind
-from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, fails_under, loop_phrase, reuse_related, semantics_note
+from tapelint.diagnostics import Diagnostic, FixKind, Safety
+from tapelint.rules.base import (
+    Invalid,
+    ReportContext,
+    Rule,
+    Valid,
+    carry_detach_edits,
+    fails_under,
+    fix_of,
+    loop_phrase,
+    reuse_related,
+    semantics_note,
+)
 
 
 class CarriedTrackedState(Rule):
@@ -30,7 +41,14 @@ class CarriedTrackedState(Rule):
     ## Fix safety
     Detaching where the value is carried ("repackaging" the hidden state)
     cuts the gradient at the iteration boundary: that is truncated BPTT, and
-    it is unsafe only in that it changes the gradient, by design.
+    it is unsafe only in that it changes the gradient, by design. The edit
+    inserts `h = h.detach()` as the first statement of the loop body (of the
+    step method, for `self.h` carried between calls);
+    `h = tuple(t.detach() for t in h)` for a tuple state (LSTM); under
+    `if h is not None:` when `h` starts as None. The shape comes from what
+    the value is bound to: a literal, a tensor factory, or an `nn.RNN`,
+    `GRU`, `LSTM` or cell constructed in the module. When it cannot be told
+    (or the bindings disagree) there is no edit: a wrong shape would crash.
     """
 
     code = "TL005"
@@ -90,5 +108,8 @@ for step in range(3):
             range=ctx.range_of(anchor),
             fails_under=fails_under(hazard.fails_under_torch),
             related=reuse_related(hazard, ctx),
-            fixes=(Fix(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` at the start of each iteration"),),
+            fixes=(
+                fix_of(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` at the start of each iteration",
+                       carry_detach_edits(hazard, ctx)),
+            ),
         )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tapelint.analysis.model import Hazard, HazardKind
-from tapelint.diagnostics import Diagnostic, Fix, FixKind, Related, Role, Safety, Semantics
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid
+from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety, Semantics
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, combine_edits, fix_of
 
 
 class RetainGraphToCombine(Rule):
@@ -26,7 +26,10 @@ class RetainGraphToCombine(Rule):
     ## Fix safety
     Combining is unsafe when the code between the backwards depends on the
     partial gradients; tapelint only reports when nothing in between steps
-    an optimizer, zeroes or reads gradients.
+    an optimizer, zeroes or reads gradients. The edit replaces the whole
+    chain by `(l1 + l2 + ...).backward()` only when its backwards are
+    consecutive statements of one block with no comment in between, each
+    taking no argument but `retain_graph=True`; otherwise it is a suggestion.
     """
 
     code = "TL006"
@@ -99,5 +102,8 @@ l2.backward()
                 Related(Role.FAILS_AT, ctx.path, ctx.range_of(hazard.fails_at.call),
                         "fails here on a strict tape"),
             ),
-            fixes=(Fix(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once"),),
+            fixes=(
+                fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once",
+                       combine_edits(hazard, ctx)),
+            ),
         )

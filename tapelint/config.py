@@ -1,0 +1,387 @@
+"""`[tool.tapelint]` in `pyproject.toml`, and how it combines with the
+command line into one `Settings` per checked file.
+
+Discovery is ruff's: for each checked file, the nearest `pyproject.toml`
+*with a `[tool.tapelint]` table*, from the file's directory upward, applies
+(a pyproject without the table is passed over); lookups are cached per
+directory. `--config PATH` uses that one file for every checked file;
+`--isolated` ignores every configuration file.
+
+Keys (codes, code prefixes such as `TL00`, `ALL`, and kebab-case rule names
+are accepted wherever rules are named):
+
+    select = ["TL001", "tracked-accumulation"]   # replaces the default set
+    extend-select = ["TL901"]                    # adds to it
+    ignore = ["TL006"]
+    exclude = ["legacy"]          # replaces the built-in skip list (.venv, .git, ...)
+    extend-exclude = ["data/*"]   # adds to it
+    per-file-ignores = {"tests/*" = ["TL003"]}
+    semantics = "torch"           # or "strict"
+    unsafe-fixes = false
+    report-unused-suppressions = false
+    backward-functions = ["trainer.backward"]
+    tracked-functions = ["model.encode"]
+
+Globs are relative to the directory of the pyproject they come from. A glob
+without `/` matches any path component (`legacy`, `test_*.py`); one with
+`/` matches the path relative to that directory (`*` crosses `/`, a leading
+`**/` also matches at the top).
+
+Rule selection follows ruff: the configuration, then the command line, each
+a layer whose `select` replaces what came before, `extend-select` adds, and
+`ignore` removes; inside a layer a more specific selector wins (`select =
+["TL001"]` with `ignore = ["TL00"]` keeps TL001). By default every rule but
+TL901 is enabled; TL901 (unused suppressions) is enabled by
+`report-unused-suppressions`, its command-line flag, or by selecting it
+(also through `ALL` or a prefix). TL900 (parse error) stays enabled unless
+some `ignore` names it: a file that cannot be parsed is never silently
+passed. Other command-line options (`--semantics`, `--unsafe-fixes`,
+`--report-unused-suppressions`) override their key; `--exclude` adds to the
+configured globs.
+
+Unknown keys and bad values raise `ConfigError`, whose message is one line
+naming the file and the key (the CLI exits 2 on it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from typing import Any
+
+from tapelint.diagnostics import Semantics
+from tapelint.files import SKIPPED_DIRECTORIES, Excluder
+from tapelint.rules import ALL_RULES, resolve
+from tapelint.settings import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+CONFIG_FILE = "pyproject.toml"
+PARSE_ERROR = "TL900"
+UNUSED_SUPPRESSION = "TL901"
+_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One rule selector as written, with the codes it stands for and how
+    specific it is (ALL < a prefix, longer prefixes more specific < a code)."""
+
+    text: str
+    codes: frozenset[str]
+    specificity: int
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One layer of rule selection (the configuration, or the command line)."""
+
+    select: tuple[Selector, ...] | None = None
+    extend_select: tuple[Selector, ...] = ()
+    ignore: tuple[Selector, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    """One validated `[tool.tapelint]` table; None means "not set"."""
+
+    path: str | None = None  # the file it came from; None for the defaults
+    root: str = ""  # absolute directory its globs are relative to
+    selection: Selection = Selection()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    semantics: Semantics | None = None
+    unsafe_fixes: bool | None = None
+    report_unused_suppressions: bool | None = None
+    backward_functions: tuple[str, ...] = ()
+    tracked_functions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line says; None means "not given"."""
+
+    selection: Selection = Selection()
+    exclude: tuple[str, ...] = ()  # added to the configured globs, relative to the current directory
+    semantics: Semantics | None = None
+    unsafe_fixes: bool | None = None
+    report_unused_suppressions: bool | None = None
+
+
+# --- selectors --------------------------------------------------------------
+
+
+def parse_selector(text: str) -> Selector | None:
+    """A code, a kebab-case name, a code prefix or `ALL`; None if it names nothing."""
+    rule = resolve(text)
+    if rule is not None:
+        return Selector(text, frozenset({rule.code}), 99)
+    prefix = text.strip().upper()
+    if prefix == "ALL":
+        return Selector(text, frozenset(r.code for r in ALL_RULES), 0)
+    codes = frozenset(r.code for r in ALL_RULES if prefix and r.code.startswith(prefix))
+    return Selector(text, codes, len(prefix)) if codes else None
+
+
+def enabled_codes(layers: tuple[Selection, ...]) -> frozenset[str]:
+    """The rules left enabled after applying `layers` in order (ruff's algorithm)."""
+    enabled = {r.code for r in ALL_RULES if r.code != UNUSED_SUPPRESSION}
+    ignored_anywhere: set[str] = set()
+    for layer in layers:
+        chosen = (layer.select or ()) + layer.extend_select
+        carry = set(enabled) if layer.select is None else set()
+        for level in sorted({s.specificity for s in chosen + layer.ignore}):
+            carry |= {c for s in chosen if s.specificity == level for c in s.codes}
+            carry -= {c for s in layer.ignore if s.specificity == level for c in s.codes}
+        enabled = carry
+        ignored_anywhere |= {c for s in layer.ignore for c in s.codes}
+    if PARSE_ERROR not in ignored_anywhere:
+        enabled.add(PARSE_ERROR)
+    return frozenset(enabled)
+
+
+# --- reading a table ----------------------------------------------------------
+
+
+def load_table(path: str) -> dict[str, Any] | None:
+    """The `[tool.tapelint]` table of a TOML file, None if it has none."""
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8") from None
+    tool = document.get("tool")
+    table = tool.get("tapelint") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.tapelint] must be a table")
+    return table
+
+
+def parse_config(table: dict[str, Any], path: str) -> Config:
+    """Validate a `[tool.tapelint]` table read from `path`."""
+    reader = _Reader(path)
+    for key in table:
+        if key not in _KEYS:
+            close = difflib.get_close_matches(key.replace("_", "-"), _KEYS, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else f"; known keys: {', '.join(sorted(_KEYS))}"
+            raise ConfigError(f"{path}: [tool.tapelint] unknown key `{key}`{hint}")
+    get = table.get
+    select = get("select")
+    return Config(
+        path=path,
+        root=os.path.dirname(os.path.abspath(path)),
+        selection=Selection(
+            select=None if select is None else reader.selectors("select", select),
+            extend_select=reader.selectors("extend-select", get("extend-select", [])),
+            ignore=reader.selectors("ignore", get("ignore", [])),
+        ),
+        exclude=None if get("exclude") is None else reader.strings("exclude", get("exclude")),
+        extend_exclude=reader.strings("extend-exclude", get("extend-exclude", [])),
+        per_file_ignores=reader.per_file_ignores(get("per-file-ignores", {})),
+        semantics=None if get("semantics") is None else reader.semantics(get("semantics")),
+        unsafe_fixes=reader.boolean("unsafe-fixes", get("unsafe-fixes")),
+        report_unused_suppressions=reader.boolean("report-unused-suppressions", get("report-unused-suppressions")),
+        backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
+        tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
+    )
+
+
+_KEYS = (
+    "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
+    "unsafe-fixes", "report-unused-suppressions", "backward-functions", "tracked-functions",
+)
+
+
+@dataclass(frozen=True)
+class _Reader:
+    path: str
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.path}: [tool.tapelint] {key}: {problem}")
+
+    def strings(self, key: str, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail(key, f"expected a list of strings, got {_show(value)}")
+        return tuple(value)
+
+    def selectors(self, key: str, value: Any) -> tuple[Selector, ...]:
+        found = []
+        for text in self.strings(key, value):
+            selector = parse_selector(text)
+            if selector is None:
+                raise self.fail(key, f"unknown rule or prefix {text!r} (see `tapelint rules`)")
+            found.append(selector)
+        return tuple(found)
+
+    def per_file_ignores(self, value: Any) -> tuple[tuple[str, frozenset[str]], ...]:
+        key = "per-file-ignores"
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table of glob = [rules], got {_show(value)}")
+        return tuple(
+            (glob, frozenset(c for s in self.selectors(f"{key}.{glob!r}", codes) for c in s.codes))
+            for glob, codes in value.items()
+        )
+
+    def semantics(self, value: Any) -> Semantics:
+        choices = [s.value for s in Semantics]
+        if value not in choices:
+            raise self.fail("semantics", f"expected one of {', '.join(map(repr, choices))}, got {_show(value)}")
+        return Semantics(value)
+
+    def boolean(self, key: str, value: Any) -> bool | None:
+        if value is not None and not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_show(value)}")
+        return value
+
+    def dotted_names(self, key: str, value: Any) -> tuple[str, ...]:
+        names = self.strings(key, value)
+        for name in names:
+            if not _DOTTED_NAME.match(name):
+                raise self.fail(key, f"{name!r} is not a dotted call name such as `trainer.backward`")
+        return names
+
+
+def _show(value: Any) -> str:
+    kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} ({text if len(text) <= 40 else text[:37] + '...'})"
+
+
+# --- globs ----------------------------------------------------------------------
+
+
+def glob_matches(glob: str, path: str, root: str) -> bool:
+    """Does `glob` (relative to `root`) match `path`? See the module docstring."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+    if relative.startswith("../"):
+        return False
+    glob = glob.rstrip("/")
+    if "/" not in glob:
+        return any(fnmatchcase(part, glob) for part in relative.split("/") if part != ".")
+    pattern = glob[2:] if glob.startswith("./") else glob
+    if fnmatchcase(relative, pattern):
+        return True
+    return pattern.startswith("**/") and fnmatchcase(relative, pattern[3:])
+
+
+# --- per-file resolution ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resolver:
+    """Settings and exclusions for each path, from the nearest configuration
+    and the command line. Holds per-directory caches (hence `compare=False`)."""
+
+    overrides: Overrides = Overrides()
+    config_file: str | None = None  # --config
+    isolated: bool = False  # --isolated
+    _by_directory: dict[str, Config] = field(default_factory=dict, compare=False, repr=False)
+    _settings: dict[Config, Settings] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.config_file is not None and not self.isolated:
+            table = load_table(self.config_file)
+            if table is None:
+                raise ConfigError(f"{self.config_file}: no [tool.tapelint] table")
+            self._by_directory[""] = parse_config(table, self.config_file)
+
+    def config_for(self, path: str) -> Config:
+        """The configuration that applies to `path` (a file or a directory's entry)."""
+        if self.isolated:
+            return Config()
+        if "" in self._by_directory:
+            return self._by_directory[""]
+        return self._config_of_directory(os.path.dirname(os.path.abspath(path)))
+
+    def _config_of_directory(self, directory: str) -> Config:
+        cached = self._by_directory.get(directory)
+        if cached is not None:
+            return cached
+        candidate = _shown(os.path.join(directory, CONFIG_FILE))
+        table = load_table(candidate) if os.path.isfile(candidate) else None
+        if table is not None:
+            config = parse_config(table, candidate)
+        else:
+            parent = os.path.dirname(directory)
+            config = Config() if parent == directory else self._config_of_directory(parent)
+        self._by_directory[directory] = config
+        return config
+
+    def settings_for(self, path: str) -> Settings:
+        config = self.config_for(path)
+        base = self._settings.get(config)
+        if base is None:
+            base = self._settings[config] = self._base_settings(config)
+        ignored = frozenset(
+            code for glob, codes in config.per_file_ignores if glob_matches(glob, path, config.root) for code in codes
+        )
+        return replace(base, ignore=base.ignore | ignored) if ignored else base
+
+    def _base_settings(self, config: Config) -> Settings:
+        cli = self.overrides
+        enabled = set(enabled_codes((config.selection, cli.selection)))
+        flag = _first(cli.report_unused_suppressions, config.report_unused_suppressions)
+        if flag:
+            enabled.add(UNUSED_SUPPRESSION)
+        elif flag is False:
+            enabled.discard(UNUSED_SUPPRESSION)
+        return Settings(
+            semantics=_first(cli.semantics, config.semantics) or Semantics.TORCH,
+            select=frozenset(enabled),
+            backward_functions=config.backward_functions,
+            tracked_functions=config.tracked_functions,
+            unsafe_fixes=bool(_first(cli.unsafe_fixes, config.unsafe_fixes)),
+            report_unused_suppressions=UNUSED_SUPPRESSION in enabled,
+        )
+
+    def excluder(self) -> "ConfigExcluder":
+        return ConfigExcluder(globs=self.overrides.exclude, resolver=self)
+
+
+@dataclass(frozen=True)
+class ConfigExcluder(Excluder):
+    """Discovery's exclusions: the command line's globs (relative to the
+    current directory) and the nearest configuration's, whose `exclude`
+    replaces the built-in skip list during the walk."""
+
+    resolver: Resolver = field(default_factory=Resolver, compare=False)
+
+    def excludes(self, path: str) -> bool:
+        if super().excludes(path):
+            return True
+        config = self.resolver.config_for(path)
+        return any(glob_matches(glob, path, config.root) for glob in config.extend_exclude + (config.exclude or ()))
+
+    def skips_directory(self, path: str) -> bool:
+        config = self.resolver.config_for(path)
+        if config.exclude is None and os.path.basename(path) in SKIPPED_DIRECTORIES:
+            return True
+        return self.excludes(path)
+
+
+def _shown(path: str) -> str:
+    """A path for messages: relative when under the current directory."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _first(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)

@@ -1,0 +1,116 @@
+"""tapelint's diagnostics and fixes as LSP objects.
+
+tapelint counts lines from 1 and columns in code points; LSP counts lines
+from 0 and columns in the negotiated encoding (UTF-16 unless the client
+offers better). Every position therefore goes through the document's own
+lines and pygls' position codec, so a finding after a `é` or an emoji still
+underlines the right characters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsprotocol import types
+from pygls.workspace import PositionCodec
+
+from tapelint.diagnostics import Diagnostic, Fix, Range, Safety, Severity
+
+SOURCE = "tapelint"
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+}
+
+
+@dataclass(frozen=True)
+class DocumentText:
+    """The snapshot a lint run saw: positions are converted against the text
+    that was linted, not whatever the editor holds by the time we answer."""
+
+    uri: str
+    path: str  # the path `lint_source` was given
+    version: int | None
+    lines: tuple[str, ...]
+    codec: PositionCodec
+
+    def range(self, range_: Range) -> types.Range:
+        code_points = types.Range(
+            start=types.Position(line=range_.start.line - 1, character=range_.start.column),
+            end=types.Position(line=range_.end.line - 1, character=range_.end.column),
+        )
+        return self.codec.range_to_client_units(self.lines, code_points)
+
+
+def to_lsp_diagnostic(diagnostic: Diagnostic, text: DocumentText) -> types.Diagnostic:
+    """One LSP diagnostic; each related location (definition, first backward,
+    failing backward, accumulator) becomes relatedInformation, its role first."""
+    related = [
+        types.DiagnosticRelatedInformation(
+            # `lint_source` reports every location in the file it was given.
+            location=types.Location(uri=text.uri, range=text.range(r.range)),
+            message=f"{r.role.value}: {r.message}",
+        )
+        for r in diagnostic.related
+    ]
+    return types.Diagnostic(
+        range=text.range(diagnostic.range),
+        message=diagnostic.message,
+        severity=_SEVERITY[diagnostic.severity],
+        code=diagnostic.code,
+        source=SOURCE,
+        related_information=related or None,
+    )
+
+
+def quick_fixes(
+    diagnostic: Diagnostic,
+    lsp_diagnostic: types.Diagnostic,
+    text: DocumentText,
+    versioned: bool,
+) -> list[types.CodeAction]:
+    """One quick fix per fix that has edits. Display-only fixes
+    (`retain_graph=True`) are explanations, never offered as edits, and a fix
+    without edits (a move the rule only describes) has nothing to apply.
+    With `versioned`, the edit names the document version it was computed
+    for, so a client rejects it once the text has moved on."""
+    return [
+        types.CodeAction(
+            title=_title(diagnostic, fix),
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[lsp_diagnostic],
+            is_preferred=fix.safety is Safety.SAFE,
+            edit=_workspace_edit(fix, text, versioned),
+        )
+        for fix in diagnostic.fixes
+        if fix.edits and fix.safety is not Safety.DISPLAY_ONLY
+    ]
+
+
+def _title(diagnostic: Diagnostic, fix: Fix) -> str:
+    unsafe = " (unsafe)" if fix.safety is Safety.UNSAFE else ""
+    return f"{diagnostic.code}: {fix.description}{unsafe}"
+
+
+def _workspace_edit(fix: Fix, text: DocumentText, versioned: bool) -> types.WorkspaceEdit:
+    edits = [
+        types.TextEdit(range=text.range(edit.range), new_text=edit.new_text) for edit in fix.edits
+    ]
+    if versioned:
+        document = types.OptionalVersionedTextDocumentIdentifier(uri=text.uri, version=text.version)
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)])
+    return types.WorkspaceEdit(changes={text.uri: edits})
+
+
+def contains(range_: types.Range, position: types.Position) -> bool:
+    return _key(range_.start) <= _key(position) <= _key(range_.end)
+
+
+def overlaps(a: types.Range, b: types.Range) -> bool:
+    """Touching counts: a cursor right after a finding still gets its fixes."""
+    return _key(a.start) <= _key(b.end) and _key(b.start) <= _key(a.end)
+
+
+def _key(position: types.Position) -> tuple[int, int]:
+    return (position.line, position.character)

@@ -1,0 +1,206 @@
+"""`tapelint lsp`: a language server over stdio, built on pygls.
+
+Diagnostics are published on open and save at once, and on change after a
+pause in typing (a newer change cancels the pending run). Linting runs in a
+worker thread, so hover and code actions stay answered while a large file
+is analysed; a result is published only if the document is still at the
+version that was linted. Each published finding is kept with its document
+snapshot: code actions and hover answer from it, never from a re-lint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from tapelint import __version__
+from tapelint.config import ConfigError, Resolver
+from tapelint.diagnostics import Diagnostic, FileResult
+from tapelint.lint import lint_source
+from tapelint.lsp.convert import DocumentText, contains, overlaps, quick_fixes, to_lsp_diagnostic
+from tapelint.reporters.lsp import split_lines
+from tapelint.rules import BY_CODE
+
+DEBOUNCE_SECONDS = 0.3
+
+
+@dataclass(frozen=True)
+class Finding:
+    diagnostic: Diagnostic
+    lsp: types.Diagnostic
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the client was last told about a document, and the text it was about."""
+
+    text: DocumentText
+    findings: tuple[Finding, ...]
+
+
+class TapelintServer(LanguageServer):
+    def __init__(self, debounce: float = DEBOUNCE_SECONDS) -> None:
+        # Full sync: pygls applies incremental edits by str.splitlines lines,
+        # which also break at form feeds and other characters that end no
+        # line in LSP, so an edit after such a character would land elsewhere.
+        super().__init__("tapelint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.debounce = debounce
+        # One worker: runs for different files queue rather than compete for the GIL.
+        self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tapelint-lint")
+        self.pending: dict[str, asyncio.Task[None]] = {}
+        self.published: dict[str, Published] = {}
+        self.config_errors: set[str] = set()  # each shown once, not on every pause in typing
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Lint `uri` after `delay` seconds, replacing any run not yet published."""
+        previous = self.pending.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        task = asyncio.get_running_loop().create_task(self._lint(uri, delay))
+        self.pending[uri] = task
+        task.add_done_callback(lambda done: self._forget(uri, done))
+
+    def forget(self, uri: str) -> None:
+        """A closed document: drop its pending run and clear its diagnostics."""
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.published.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def _forget(self, uri: str, task: asyncio.Task[None]) -> None:
+        if self.pending.get(uri) is task:
+            del self.pending[uri]
+
+    async def _lint(self, uri: str, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return
+        source = document.source
+        text = DocumentText(
+            uri=uri,
+            path=document.path,
+            version=document.version,
+            lines=tuple(split_lines(source)),  # LSP's (and libcst's) line breaks
+            codec=document.position_codec,
+        )
+        try:
+            result, config_error = await asyncio.get_running_loop().run_in_executor(
+                self.linter, self._run, source, text.path
+            )
+        except Exception as exc:  # a bug in tapelint must not take the editor's server down
+            self._log(types.MessageType.Error, f"internal error on {text.path}: {type(exc).__name__}: {exc}")
+            return
+        if config_error is not None and config_error not in self.config_errors:
+            self.config_errors.add(config_error)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"{config_error} (using defaults)")
+            )
+        current = self.workspace.text_documents.get(uri)
+        if current is None or current.version != text.version:
+            return  # edited meanwhile: the run scheduled by that edit publishes
+        for error in result.errors:
+            self._log(types.MessageType.Warning, f"{error.path}: {error.message}")
+        findings = tuple(Finding(d, to_lsp_diagnostic(d, text)) for d in result.diagnostics)
+        self.published[uri] = Published(text, findings)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=text.version, diagnostics=[f.lsp for f in findings])
+        )
+
+    def _run(self, source: str, path: str) -> tuple[FileResult, str | None]:
+        """In the worker thread: configuration lookup reads files, linting is
+        CPU. The configuration is looked up afresh each run (a few small
+        files), so an edited pyproject applies on the next keystroke. A
+        broken one is reported, and the file linted as with `--isolated`; a file
+        the configuration excludes gets no diagnostics, as on the command line."""
+        try:
+            resolver = Resolver()
+            if resolver.excluder().excludes(path):
+                return FileResult(path), None
+            settings, error = resolver.settings_for(path), None
+        except ConfigError as exc:
+            settings, error = Resolver(isolated=True).settings_for(path), str(exc)
+        return lint_source(source, path, settings), error
+
+    def _log(self, kind: types.MessageType, message: str) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def current(self, uri: str) -> Published | None:
+        """The published state of an open document, if it still describes its text."""
+        document = self.workspace.text_documents.get(uri)
+        published = self.published.get(uri)
+        if document is None or published is None or published.text.version != document.version:
+            return None
+        return published
+
+
+server = TapelintServer()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: TapelintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: TapelintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, ls.debounce)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: TapelintServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: TapelintServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.forget(params.text_document.uri)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+)
+def code_action(ls: TapelintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    only = params.context.only
+    if only is not None and types.CodeActionKind.QuickFix not in only:
+        return []
+    published = ls.current(params.text_document.uri)
+    if published is None:
+        return []  # not linted at this version yet: edits could land in the wrong place
+    edit_capabilities = ls.client_capabilities.workspace and ls.client_capabilities.workspace.workspace_edit
+    versioned = bool(edit_capabilities and edit_capabilities.document_changes)
+    return [
+        action
+        for finding in published.findings
+        if overlaps(finding.lsp.range, params.range)
+        for action in quick_fixes(finding.diagnostic, finding.lsp, published.text, versioned)
+    ]
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: TapelintServer, params: types.HoverParams) -> types.Hover | None:
+    published = ls.current(params.text_document.uri)
+    if published is None:
+        return None
+    here = [f for f in published.findings if contains(f.lsp.range, params.position)]
+    if not here:
+        return None
+    messages = [f"**{f.diagnostic.code}** {f.diagnostic.message}" for f in here]
+    codes = dict.fromkeys(f.diagnostic.code for f in here)
+    sections = ["\n\n".join(messages), *(BY_CODE[code].documentation() for code in codes)]
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n\n".join(sections)),
+        range=here[0].lsp.range,
+    )
+
+
+def main() -> int:
+    server.start_io()
+    return 0

@@ -1,0 +1,64 @@
+"""`tapelint check - --stdin-filename NAME`: lint the text an editor or a
+formatter pipes in, and report it as NAME.
+
+The bytes are decoded and linted as the file would be (PEP 263 decoding,
+inline suppressions, a notebook when NAME ends in `.ipynb`), so a buffer and
+the file it will become give the same diagnostics.
+NAME is only a label: nothing is read from it, and the text reporter shows
+source lines from the piped text, not from whatever is on disk under NAME.
+Without `--stdin-filename` the file is reported as `-`, as ruff does.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from tapelint.diagnostics import FileError, FileResult
+from tapelint.files import SourceError, decode_source
+from tapelint.document import lint_document
+from tapelint.runner import Outcome, RunResult, _crash, _with_deep_stack
+from tapelint.settings import Settings
+
+STDIN_PATH = "-"
+
+
+@dataclass(frozen=True)
+class StdinRun:
+    """The result of linting standard input, and its text for the reporters."""
+
+    name: str
+    source: str | None  # None when the bytes could not be decoded
+    run: RunResult
+
+    def read_source(self, path: str) -> str | None:
+        return self.source if path == self.name else None
+
+
+def is_stdin(paths: list[str]) -> bool:
+    """Whether the command line asks for standard input (`-` as the only path)."""
+    return paths == [STDIN_PATH]
+
+
+def lint_stdin(stream: BinaryIO, name: str | None, settings: Settings) -> StdinRun:
+    """Read all of `stream` and lint it as the file `name` (default `-`)."""
+    label = name or STDIN_PATH
+    data = stream.read()
+    try:
+        source = decode_source(data)
+    except SourceError as exc:
+        result = FileResult(label, errors=(FileError(label, str(exc)),))
+        return StdinRun(label, None, RunResult((Outcome(result),)))
+
+    def lint(path: str, settings: Settings) -> Outcome:
+        # The runner's guarantees for one file: a deep stack for deeply
+        # nested code, and a crash reported on the file instead of raised.
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the user's invalid escapes are not ours to print
+                return Outcome(lint_document(source, path, settings))
+        except Exception as exc:
+            return _crash(path, f"{type(exc).__name__}: {exc}")
+
+    return StdinRun(label, source, RunResult((_with_deep_stack(lint, label, settings),)))
