@@ -4,11 +4,13 @@
     tapelint PATH...              the same: no subcommand means `check`
     tapelint rule CODE|NAME       a rule's documentation
     tapelint rules                every rule: code, name, summary
+    tapelint explain [TEXT]       explain a pasted PyTorch or burn error (default: from stdin)
     tapelint lsp                  the language server, over stdio
 
 Exit codes (`rules.md`): 0 nothing found; 1 diagnostics reported, or a file
 could not be read (it was not checked, so the run is not clean); 2 usage
-error (bad option, unknown rule, a named path that does not exist) or
+error (bad option, unknown rule, a named path that does not exist, a bad
+`[tool.tapelint]` table or baseline file) or
 internal error (tapelint failed on a file: reported as that file's
 `internal error`, the other files are still checked). Finding no Python
 file at all is a warning, exit 0, as in ruff.
@@ -205,6 +207,7 @@ def _check(args: argparse.Namespace) -> int:
         if stale and not args.quiet:
             print(f"tapelint: {stale} baseline entr{'y' if stale == 1 else 'ies'} matched nothing"
                   " (fixed or edited); refresh with --write-baseline", file=sys.stderr)
+    # The run's headline semantics: the configuration at the current directory's.
     semantics = resolver.settings_for(os.path.join(os.curdir, "-")).semantics
     report = Report(__version__, semantics, results, discovery.errors)
     read_source = stdin_run.read_source if stdin_run else _module_source

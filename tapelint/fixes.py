@@ -9,6 +9,10 @@ again, up to a fixed point (ruff's loop), so a second `--fix` changes
 nothing. A pass whose result no longer parses is discarded: a fix never
 turns a parsing file into a broken one.
 
+Files are linted as stored (`lint_document`): suppressed diagnostics are
+not fixed, and a notebook's edits (in cell coordinates) go to their cells,
+written back with `notebooks.replace_cells`.
+
 Writing is atomic (a temporary file in the same directory, then
 `os.replace`, permissions kept), never touches a file whose text did not
 change, and refuses a file that changed on disk since it was read.

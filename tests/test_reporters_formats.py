@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -231,8 +232,6 @@ def test_sarif_paths_relative_to_srcroot_and_absolute_as_file_uris(tmp_path):
 
 
 def _replace_path(diagnostic: Diagnostic, path: str) -> Diagnostic:
-    from dataclasses import replace
-
     return replace(diagnostic, path=path, related=tuple(replace(r, path=path) for r in diagnostic.related))
 
 
