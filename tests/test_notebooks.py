@@ -129,3 +129,44 @@ def test_discovered_and_reported_by_the_command_line(tmp_path, monkeypatch, caps
     # text output never shows a line of the notebook's JSON as if it were the source
     main(["check", "-j", "1", "nb.ipynb"])
     assert '"source"' not in capsys.readouterr()[0]
+
+
+def _training_notebook(path):
+    """A notebook whose third cell accumulates the loss tensor (TL003)."""
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# training\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": 1,
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": ["kept\n"]}],
+         "source": ["import torch\n", "import torch.nn as nn\n", "import torch.nn.functional as F\n",
+                    "model = nn.Linear(3, 1)\n", "total_loss = 0.0"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": 2, "outputs": [],
+         "source": ["%matplotlib inline\n", "for step in range(4):\n",
+                    "    loss = F.mse_loss(model(torch.randn(8, 3)), torch.randn(8, 1))\n",
+                    "    loss.backward()\n", "    total_loss += loss\n", "print(total_loss / 4)"]},
+    ]
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    return notebook
+
+
+def test_text_output_names_the_cell(tmp_path, capsys):
+    from tapelint.cli import main
+
+    path = tmp_path / "train.ipynb"
+    _training_notebook(path)
+    assert main(["check", str(path), "--no-color", "--jobs", "1"]) == 1
+    assert f"{path}:cell 3:5:5: TL003" in capsys.readouterr().out
+
+
+def test_fix_writes_back_valid_notebook_json_with_outputs_untouched(tmp_path, capsys):
+    from tapelint.cli import main
+
+    path = tmp_path / "train.ipynb"
+    before = _training_notebook(path)
+    assert main(["check", str(path), "--fix", "--jobs", "1"]) == 0
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert "".join(after["cells"][2]["source"]).count("total_loss += loss.item()") == 1
+    assert after["cells"][1]["outputs"] == before["cells"][1]["outputs"]
+    assert [c["cell_type"] for c in after["cells"]] == [c["cell_type"] for c in before["cells"]]
+    assert after["cells"][2]["source"][0] == "%matplotlib inline\n"

@@ -119,7 +119,9 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _location(path: str, position: Position) -> str:
-    return f"{path}:{position.line}:{position.column + 1}"
+    """`path:line:col`, 1-based column; in a notebook `path:cell N:line:col`."""
+    cell = f"cell {position.cell}:" if position.cell is not None else ""
+    return f"{path}:{cell}{position.line}:{position.column + 1}"
 
 
 def _snippet(range_: Range, lines: Sequence[str] | None) -> tuple[str, int, int] | None:
