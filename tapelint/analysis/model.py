@@ -186,6 +186,9 @@ class Hazard:
     definition: cst.CSTNode  # where the reused node is created
     fails_under_torch: bool
     saves_assumed: bool  # torch verdict rests on an unknown call assumed to save
+    # PyTorch runs it only because the earlier walk passed retain_graph=True,
+    # which a strict tape does not have.
+    retained: bool = False
     op: str = ""
     loop: Optional[Loop] = None
     first_backward: Optional[BackwardEvent] = None

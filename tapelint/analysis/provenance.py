@@ -113,11 +113,14 @@ class State:
 
     env: dict[str, Vals]
     released: dict[Key, BackwardEvent]
-    retained: dict[Key, BackwardEvent]
+    retained: dict[Key, BackwardEvent]  # retaining walks the next backward may rely on (TL006)
+    # Every retaining walk, never forgotten: a strict tape has no retain_graph,
+    # so under strict these are released as well.
+    kept: dict[Key, BackwardEvent] = field(default_factory=dict)
     no_grad: bool = False
 
     def copy(self) -> "State":
-        return State(dict(self.env), dict(self.released), dict(self.retained), self.no_grad)
+        return State(dict(self.env), dict(self.released), dict(self.retained), dict(self.kept), self.no_grad)
 
     @staticmethod
     def join(a: "State", b: "State") -> "State":
@@ -128,13 +131,16 @@ class State:
         released.update(a.released)
         retained = dict(b.retained)
         retained.update(a.retained)
-        return State(env, released, retained, a.no_grad and b.no_grad)
+        kept = dict(b.kept)
+        kept.update(a.kept)
+        return State(env, released, retained, kept, a.no_grad and b.no_grad)
 
     def same(self, other: "State") -> bool:
         return (
             self.env == other.env
             and self.released.keys() == other.released.keys()
             and self.retained.keys() == other.retained.keys()
+            and self.kept.keys() == other.kept.keys()
             and self.no_grad == other.no_grad
         )
 
@@ -383,6 +389,10 @@ class ModuleAnalysis:
         for reuse in hazards.find_reuse(event.roots, state.released):
             self._record_reuse(event, reuse)
         self._check_retained(event, state)
+        for reuse in hazards.find_reuse(event.roots, state.kept):
+            if not any(h.kind is HazardKind.RETAIN_TO_COMBINE and h.first_backward is reuse.first
+                       for h in self.hazards.values()):
+                self._record_reuse(event, reuse, strict_only=True)
         walked = [key for key, _ in hazards.walk(event.roots)]
         if event.retains is Retains.NO:
             for key in walked:
@@ -391,8 +401,11 @@ class ModuleAnalysis:
         elif event.retains is Retains.YES and not event.is_grad and not event.creates_graph:
             for key in walked:
                 state.retained[key] = event  # the latest retain is the one the next backward relies on
+                state.kept.setdefault(key, event)
 
-    def _record_reuse(self, event: BackwardEvent, reuse: hazards.Reuse) -> None:
+    def _record_reuse(self, event: BackwardEvent, reuse: hazards.Reuse, strict_only: bool = False) -> None:
+        """Turn a walk into released (or, `strict_only`, retained) ground into
+        a hazard of the kind that where the reused node was created decides."""
         node, age = reuse.frontier
         first = reuse.first
         if not self.is_tracked(node):
@@ -428,8 +441,9 @@ class ModuleAnalysis:
             value=name,
             definition=node.site,
             anchor=_definition_site(node, event) if kind is HazardKind.CARRIED else None,
-            fails_under_torch=reuse.fails_under_torch,
-            saves_assumed=reuse.fails_under_torch and reuse.saves_assumed,
+            fails_under_torch=reuse.fails_under_torch and not strict_only,
+            saves_assumed=reuse.fails_under_torch and reuse.saves_assumed and not strict_only,
+            retained=strict_only,
             op=", ".join(reuse.assumed_ops),
             loop=loop,
             first_backward=first,
@@ -690,7 +704,7 @@ class Frame:
                 aged.setdefault((node, when), event)
             return aged
 
-        return State(env, age(state.released), age(state.retained), state.no_grad)
+        return State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad)
 
     def exec_with(self, stmt: cst.With, state: State) -> State:
         no_grad = state.no_grad
@@ -1441,7 +1455,8 @@ class Frame:
         callee_owner = owner if owner is not None else (self.owner if nested else None)
         callee = Frame(self.a, scope=fn, loops=self.loops, context=self.context + (call, fn), owner=callee_owner,
                        fallback=fallback, depth=self.depth + 1)
-        inner = State({}, state.released, state.retained, state.no_grad or _is_no_grad_function(fn, self.a))
+        inner = State({}, state.released, state.retained, state.kept,
+                      state.no_grad or _is_no_grad_function(fn, self.a))
         share_self = share_self and owner is not None
         inner.env.update({k: v for k, v in state.env.items()
                           if k.startswith("<list@") or (share_self and k.startswith("self."))})
@@ -1452,6 +1467,7 @@ class Frame:
                 state.env[key] = vals
         state.released.update(end.released)
         state.retained.update(end.retained)
+        state.kept.update(end.kept)
         result: set = set()
         for vals in callee.returns:
             result |= vals

@@ -104,6 +104,9 @@ def fails_under(torch: bool) -> tuple[Semantics, ...]:
 def semantics_note(hazard: Hazard) -> str:
     """The part of a message that says under which semantics it fails, and
     what that verdict assumes."""
+    if hazard.retained:
+        return (" PyTorch runs this only because the earlier backward passes retain_graph=True;"
+                " a strict tape such as burn's has no retain_graph and rejects it.")
     if not hazard.fails_under_torch:
         return (" PyTorch runs this (nothing on the reused part saves tensors for backward),"
                 " but a strict tape such as burn's rejects it.")

@@ -69,6 +69,21 @@ for step in range(3):
 """,
             line=6,
         ),
+        Invalid(
+            """\
+import torch
+import torch.nn as nn
+rnn = nn.GRU(3, 4, batch_first=True)
+opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+h = None
+for step in range(3):
+    out, h = rnn(torch.randn(2, 5, 3), h)
+    out.sum().backward(retain_graph=True)
+    opt.step()
+""",
+            line=7,
+            semantics="strict",
+        ),
     )
     valid = (
         Valid(
