@@ -184,7 +184,6 @@ class ModuleAnalysis:
         self.order = 0
         self.module_env: dict[str, Vals] = {}
         self.work_left = max(MIN_WORK, WORK_PER_STATEMENT * sum(1 for _ in walk_statements(module.body)))
-        self.exhausted = False
         self.backward_names = frozenset(settings.backward_functions)
         self.tracked_names = frozenset(settings.tracked_functions)
 
@@ -208,7 +207,7 @@ class ModuleAnalysis:
             for info in self.classes.values():
                 self._analyze_class(info)
         except OutOfBudget:
-            self.exhausted = True
+            pass  # what was found so far stands; the rest of the module is not interpreted
 
     def spend(self) -> None:
         self.work_left -= 1
