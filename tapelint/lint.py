@@ -56,7 +56,7 @@ def _python_syntax_errors(source: str, path: str, settings: Settings) -> tuple[D
 
 
 def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:
-    hazards = analyze_module(module, settings)
+    hazards = analyze_module(module, settings, lines=source.count("\n") + 1)
     if not hazards:
         return ()
     positions: dict[cst.CSTNode, object] = {}

@@ -131,19 +131,26 @@ UNTRACKING_BUILTINS: frozenset[str] = frozenset(
     ("float", "int", "bool", "str", "repr", "len", "round", "format", "isinstance", "id", "hash")
 )
 
-# `torch.nn` module classes: does calling an instance save tensors? Modules with
-# parameters produce tracked outputs even from untracked inputs.
+# Module classes that own parameters: their output is tracked whatever the
+# input, and every one of them saves tensors for backward.
+PARAMETRIC_MODULES: frozenset[str] = frozenset(
+    (
+        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d",
+        "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv2d",
+        "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
+        "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
+        "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "Transformer",
+        "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "PReLU", "Sequential", "ModuleList", "ModuleDict",
+    )
+)
+
+# `torch.nn` module classes: does calling an instance save tensors?
 MODULES: dict[str, Saves] = {
+    **dict.fromkeys(PARAMETRIC_MODULES, Saves.TENSORS),
     **dict.fromkeys(
         (
-            "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d",
-            "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv2d",
-            "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
-            "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
-            "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-            "MultiheadAttention", "Transformer", "TransformerEncoder",
-            "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
-            "PReLU", "Sequential", "ModuleList", "ModuleDict",
+            "InstanceNorm1d", "InstanceNorm2d",
             "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU",
             "CELU", "Softplus", "Tanh", "Sigmoid", "Hardtanh", "Hardswish",
             "Hardsigmoid", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin",
@@ -161,19 +168,6 @@ MODULES: dict[str, Saves] = {
     ),
     **dict.fromkeys(("Identity", "Flatten", "Unflatten", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d"), Saves.NOTHING),
 }
-
-# Module classes that own parameters: their output is tracked whatever the input.
-PARAMETRIC_MODULES: frozenset[str] = frozenset(
-    (
-        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d",
-        "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv2d",
-        "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
-        "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
-        "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "Transformer",
-        "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "PReLU", "Sequential", "ModuleList", "ModuleDict",
-    )
-)
 
 # Recurrent modules return `(output, hidden)`: the hidden state is what gets carried.
 RECURRENT_MODULES: frozenset[str] = frozenset(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"))

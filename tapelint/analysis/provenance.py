@@ -52,10 +52,10 @@ EMPTY: Vals = frozenset()
 Key = hazards.Key
 
 MAX_PASSES = 4  # loop fixed-point iterations; the lattice is shallow
-# Statements interpreted per statement of the module (loops and inlining
+# Statements interpreted per line of the module (loops and inlining
 # re-run bodies); past it the remaining scopes are skipped, so a pathological
 # file costs bounded time instead of hanging the run.
-WORK_PER_STATEMENT = 40
+WORK_PER_LINE = 20
 MIN_WORK = 20_000
 INLINE_DEPTH = 3
 INLINE_BUDGET = 300  # inlined calls per module, to bound the cost on huge files
@@ -101,8 +101,9 @@ _LIST_ADDERS = frozenset(("append", "extend", "insert", "add", "update", "setdef
 _LIST_GETTERS = frozenset(("pop", "get", "popleft", "values", "items", "copy"))
 
 
-def analyze_module(module: cst.Module, settings: Settings) -> list[Hazard]:
-    analysis = ModuleAnalysis(module, settings)
+def analyze_module(module: cst.Module, settings: Settings, lines: int = 0) -> list[Hazard]:
+    """Every hazard of one module; `lines`, its length, sizes the work budget."""
+    analysis = ModuleAnalysis(module, settings, lines)
     analysis.run()
     return analysis.results()
 
@@ -161,7 +162,7 @@ class OutOfBudget(Exception):
 class ModuleAnalysis:
     """Everything one module's analysis shares across its scopes."""
 
-    def __init__(self, module: cst.Module, settings: Settings) -> None:
+    def __init__(self, module: cst.Module, settings: Settings, lines: int = 0) -> None:
         self.module = module
         self.settings = settings
         self.imports = ImportMap.of(module)
@@ -183,7 +184,7 @@ class ModuleAnalysis:
         self.inline_budget = INLINE_BUDGET
         self.order = 0
         self.module_env: dict[str, Vals] = {}
-        self.work_left = max(MIN_WORK, WORK_PER_STATEMENT * sum(1 for _ in walk_statements(module.body)))
+        self.work_left = max(MIN_WORK, WORK_PER_LINE * lines)
         self.backward_names = frozenset(settings.backward_functions)
         self.tracked_names = frozenset(settings.tracked_functions)
 
@@ -192,9 +193,9 @@ class ModuleAnalysis:
     def run(self) -> None:
         body = self.module.body
         for stmt in body:
-            if isinstance(stmt, cst.FunctionDef):
+            if type(stmt) is cst.FunctionDef:
                 self.functions[stmt.name.value] = stmt
-            elif isinstance(stmt, cst.ClassDef):
+            elif type(stmt) is cst.ClassDef:
                 self.classes[stmt.name.value] = self._class_info(stmt)
         try:
             for info in self.classes.values():  # what instances hold, for calls in module code
@@ -224,7 +225,7 @@ class ModuleAnalysis:
         return found + list(accumulated.values())
 
     def _class_info(self, node: cst.ClassDef) -> ClassInfo:
-        methods = {s.name.value: s for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        methods = {s.name.value: s for s in node.body.body if type(s) is cst.FunctionDef}
         is_module = any(self._is_module_base(base.value) for base in node.bases)
         parametric = is_module and _creates_parameters(node, self)
         return ClassInfo(node, methods, is_module, parametric)
@@ -490,9 +491,9 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
 
 
 def _literal_bool(expr: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+    if type(expr) is cst.Name and expr.value in ("True", "False"):
         return expr.value == "True"
-    if isinstance(expr, cst.Integer):
+    if type(expr) is cst.Integer:
         return expr.value not in ("0",)
     return None
 
@@ -530,25 +531,25 @@ class Frame:
         return state
 
     def exec_stmt(self, stmt: cst.CSTNode, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
                 state = self.exec_small(small, state)
             return state
-        if isinstance(stmt, cst.If):
+        if type(stmt) is cst.If:
             self.eval(stmt.test, state)
             then, other = state.copy(), state.copy()
             self._refine_none_test(stmt.test, then, other)
             then = self.exec_block(stmt.body.body, then)
             if stmt.orelse is None:
                 pass
-            elif isinstance(stmt.orelse, cst.If):
+            elif type(stmt.orelse) is cst.If:
                 other = self.exec_stmt(stmt.orelse, other, block, index)
             else:
                 other = self.exec_block(stmt.orelse.body.body, other)
             return State.join(then, other)
-        if isinstance(stmt, cst.For):
+        if type(stmt) is cst.For:
             return self.exec_for(stmt, state, block, index)
-        if isinstance(stmt, cst.While):
+        if type(stmt) is cst.While:
             loop = Loop(stmt, label="while")
             self.a.accumulation_context(loop, block, index, self)
 
@@ -560,11 +561,11 @@ class Frame:
             if stmt.orelse is not None:
                 state = self.exec_block(stmt.orelse.body.body, state)
             return state
-        if isinstance(stmt, cst.With):
+        if type(stmt) is cst.With:
             return self.exec_with(stmt, state)
-        if isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+        if type(stmt) is cst.Try or type(stmt).__name__ == "TryStar":
             return self.exec_try(stmt, state)
-        if isinstance(stmt, cst.FunctionDef):
+        if type(stmt) is cst.FunctionDef:
             key = (stmt, self.context, self.loops)
             ref = self.a.function_refs.get(key)
             if ref is None:
@@ -573,13 +574,13 @@ class Frame:
                 ref.closure = state.env  # a closure sees its defining scope, later bindings included
             state.env[stmt.name.value] = frozenset((ref,))
             return state
-        if isinstance(stmt, cst.ClassDef):
+        if type(stmt) is cst.ClassDef:
             info = self.a.classes.get(stmt.name.value)
             is_module = info.is_module if info else False
             parametric = info.parametric if info else False
             state.env[stmt.name.value] = frozenset((ClassRef(stmt, is_module, parametric),))
             return state
-        if isinstance(stmt, cst.Match):
+        if type(stmt) is cst.Match:
             self.eval(stmt.subject, state)
             ends = [self.exec_block(case.body.body, state.copy()) for case in stmt.cases]
             result = state
@@ -592,47 +593,47 @@ class Frame:
         """`if h is None:` / `if h is not None:` — on the branch where the
         value is None it holds no graph (the first iteration of a carried
         hidden state)."""
-        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
             return
         comparison = test.comparisons[0]
-        if not (isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None"):
+        if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
             return
         key = self.target_key(test.left)
         if key is None:
             return
-        if isinstance(comparison.operator, cst.Is):
+        if type(comparison.operator) is cst.Is:
             then.env[key] = EMPTY
-        elif isinstance(comparison.operator, cst.IsNot):
+        elif type(comparison.operator) is cst.IsNot:
             other.env[key] = EMPTY
 
     def exec_small(self, small: cst.BaseSmallStatement, state: State) -> State:
-        if isinstance(small, cst.Assign):
+        if type(small) is cst.Assign:
             vals = self.eval(small.value, state)
             for target in small.targets:
                 self.bind(target.target, vals, state)
             self._note_assign_accumulation(small, state)
-        elif isinstance(small, cst.AnnAssign):
+        elif type(small) is cst.AnnAssign:
             if small.value is not None:
                 self.bind(small.target, self.eval(small.value, state), state)
-        elif isinstance(small, cst.AugAssign):
+        elif type(small) is cst.AugAssign:
             self.exec_augassign(small, state)
-        elif isinstance(small, cst.Expr):
+        elif type(small) is cst.Expr:
             self.eval(small.value, state)
-        elif isinstance(small, cst.Return):
+        elif type(small) is cst.Return:
             if small.value is not None:
                 self.returns.append(self.eval(small.value, state))
-        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+        elif type(small) in (cst.Global, cst.Nonlocal):
             self.globals.update(n.name.value for n in small.names)
-        elif isinstance(small, cst.Del):
+        elif type(small) is cst.Del:
             self._delete(small.target, state)
-        elif isinstance(small, (cst.Assert,)):
+        elif type(small) in (cst.Assert,):
             self.eval(small.test, state)
-        elif isinstance(small, cst.Raise) and small.exc is not None:
+        elif type(small) is cst.Raise and small.exc is not None:
             self.eval(small.exc, state)
         return state
 
     def _delete(self, target: cst.BaseExpression, state: State) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self._delete(element.value, state)
             return
@@ -709,7 +710,7 @@ class Frame:
         no_grad = state.no_grad
         for item in stmt.items:
             expr = item.item
-            func = expr.func if isinstance(expr, cst.Call) else expr
+            func = expr.func if type(expr) is cst.Call else expr
             name = self.canonical(func)
             if name in _NO_GRAD_CONTEXTS:
                 no_grad = True
@@ -717,7 +718,7 @@ class Frame:
             if name in _GRAD_CONTEXTS:
                 no_grad = False
                 continue
-            if name in _SET_GRAD and isinstance(expr, cst.Call) and expr.args:
+            if name in _SET_GRAD and type(expr) is cst.Call and expr.args:
                 flag = _literal_bool(expr.args[0].value)
                 if flag is not None:
                     no_grad = not flag
@@ -739,7 +740,7 @@ class Frame:
         for handler in stmt.handlers:
             start = State.join(state, body_end)
             if handler.name is not None:
-                start.env.pop(handler.name.name.value if isinstance(handler.name.name, cst.Name) else "", None)
+                start.env.pop(handler.name.name.value if type(handler.name.name) is cst.Name else "", None)
             result = State.join(result, self.exec_block(handler.body.body, start))
         if stmt.finalbody is not None:
             result = self.exec_block(stmt.finalbody.body.body, result)
@@ -768,9 +769,9 @@ class Frame:
     def _note_assign_accumulation(self, stmt: cst.Assign, state: State) -> None:
         """`total = total + x` (either order): the same accumulation as `+=`."""
         value = stmt.value
-        if len(stmt.targets) != 1 or not isinstance(value, cst.BinaryOperation):
+        if len(stmt.targets) != 1 or not type(value) is cst.BinaryOperation:
             return
-        if not isinstance(value.operator, (cst.Add, cst.Subtract)):
+        if not type(value.operator) in (cst.Add, cst.Subtract):
             return
         target = stmt.targets[0].target
         key = self.target_key(target)
@@ -795,9 +796,9 @@ class Frame:
     def _freeze_parameters_loop(self, stmt: cst.For, state: State) -> None:
         """`for p in model.parameters(): p.requires_grad = False` freezes `model`."""
         it = stmt.iter
-        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
+        if not (type(it) is cst.Call and type(it.func) is cst.Attribute):
             return
-        if it.func.attr.value not in _PARAMETER_METHODS or not isinstance(stmt.target, (cst.Name, cst.Tuple)):
+        if it.func.attr.value not in _PARAMETER_METHODS or not type(stmt.target) in (cst.Name, cst.Tuple):
             return
         code = self.a.module.code_for_node(stmt.body)
         if "requires_grad = False" not in code and "requires_grad_(False)" not in code:
@@ -811,45 +812,45 @@ class Frame:
     # ------------------------------------------------------------- binding
 
     def target_key(self, expr: cst.BaseExpression) -> Optional[str]:
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return expr.value
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             return dotted_name(expr)
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             base = self.target_key(expr.value)
             return f"{base}[]" if base is not None else None
         return None
 
     def bind(self, target: cst.BaseExpression, vals: Vals, state: State) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             elements = [e for e in target.elements]
             tuples = [v for v in vals if isinstance(v, TupleVal) and len(v.items) == len(elements)]
             rest = frozenset(v for v in vals if not isinstance(v, TupleVal))
             spread = rest | frozenset(x for v in vals if isinstance(v, TupleVal) for item in v.items for x in item)
             for i, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     self.bind(element.value, spread, state)
                     continue
                 item_vals = rest | frozenset(x for t in tuples for x in t.items[i]) if tuples else spread
                 self.bind(element.value, item_vals, state)
             return
-        if isinstance(target, cst.StarredElement):
+        if type(target) is cst.StarredElement:
             self.bind(target.value, vals, state)
             return
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             base_vals = self.eval(target.value, state)
             lists = [v for v in base_vals if isinstance(v, ListRef)]
             for lst in lists:
                 state.env[lst.key] = state.env.get(lst.key, EMPTY) | vals
             tensors = self.graph_values(base_vals, state)
             key = self.target_key(target)
-            if tensors and not lists and key is not None and isinstance(target.value, (cst.Name, cst.Attribute)):
+            if tensors and not lists and key is not None and type(target.value) in (cst.Name, cst.Attribute):
                 node = self.a.node(self, state, target, "index_put", tensors + self.graph_values(vals, state), Saves.UNKNOWN)
                 self.bind(target.value, frozenset((node,)), state)
             elif key is not None and not lists:
                 state.env[key] = state.env.get(key, EMPTY) | vals
             return
-        if isinstance(target, cst.Attribute):
+        if type(target) is cst.Attribute:
             if target.attr.value == "requires_grad" and _literal_bool_vals(vals):
                 base_key = self.target_key(target.value)
                 if base_key is not None:
@@ -885,7 +886,7 @@ class Frame:
             name = param.name.value
             state.env[name] = keywords.get(name, frozenset((OPAQUE,)))
         for star in (fn.params.star_arg, fn.params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 state.env[star.name.value] = frozenset((OPAQUE,))
 
     # ---------------------------------------------------------- expressions
@@ -928,18 +929,18 @@ class Frame:
     def _eval_children(self, expr: cst.CSTNode, state: State) -> Vals:
         """Expressions that hold no graph themselves but may contain calls
         (an f-string that prints `loss.item()`): evaluate the parts."""
-        if isinstance(expr, cst.FormattedString):
+        if type(expr) is cst.FormattedString:
             for part in expr.parts:
-                if isinstance(part, cst.FormattedStringExpression):
+                if type(part) is cst.FormattedStringExpression:
                     self.eval(part.expression, state)
-        elif isinstance(expr, cst.ConcatenatedString):
+        elif type(expr) is cst.ConcatenatedString:
             self.eval(expr.left, state)
             self.eval(expr.right, state)
-        elif isinstance(expr, cst.Slice):
+        elif type(expr) is cst.Slice:
             for part in (expr.lower, expr.upper, expr.step):
                 if part is not None:
                     self.eval(part, state)
-        elif isinstance(expr, (cst.Yield, cst.StarredElement)) and isinstance(expr.value, cst.BaseExpression):
+        elif type(expr) in (cst.Yield, cst.StarredElement) and isinstance(expr.value, cst.BaseExpression):
             self.eval(expr.value, state)
         return EMPTY
 
@@ -1021,10 +1022,10 @@ class Frame:
 
     def eval_unary(self, expr: cst.UnaryOperation, state: State) -> Vals:
         vals = self.eval(expr.expression, state)
-        if isinstance(expr.operator, (cst.Not, cst.BitInvert)):
+        if type(expr.operator) in (cst.Not, cst.BitInvert):
             return EMPTY
         parents = self.graph_values(vals, state)
-        if not parents or isinstance(expr.operator, cst.Plus):
+        if not parents or type(expr.operator) is cst.Plus:
             return vals
         return frozenset((self.a.node(self, state, expr, "neg", parents, Saves.NOTHING),))
 
@@ -1047,15 +1048,15 @@ class Frame:
         literal_index: Optional[int] = None
         basic = True
         for element in expr.slice:
-            if isinstance(element.slice, cst.Index):
+            if type(element.slice) is cst.Index:
                 index_expr = element.slice.value
                 vals = self.eval(index_expr, state)
                 index_vals |= vals
-                if isinstance(index_expr, cst.Integer):
+                if type(index_expr) is cst.Integer:
                     literal_index = int(index_expr.value, 0)
-                elif isinstance(index_expr, (cst.List, cst.Tuple)) or self.graph_values(vals, state):
+                elif type(index_expr) in (cst.List, cst.Tuple) or self.graph_values(vals, state):
                     basic = False
-            elif isinstance(element.slice, cst.Slice):
+            elif type(element.slice) is cst.Slice:
                 self._eval_children(element.slice, state)
         out: set = set()
         tensors = []
@@ -1085,17 +1086,17 @@ class Frame:
         items = []
         for element in expr.elements:
             vals = self.eval(element.value, state)
-            if isinstance(element, cst.StarredElement):
+            if type(element) is cst.StarredElement:
                 vals = self.elements(vals, state)
             items.append(vals)
-        if isinstance(expr, cst.Tuple):
+        if type(expr) is cst.Tuple:
             return frozenset((TupleVal(tuple(items)),))
         return frozenset((self._new_list(expr, frozenset(x for item in items for x in item), state),))
 
     def eval_dict(self, expr: cst.Dict, state: State) -> Vals:
         values: set = set()
         for element in expr.elements:
-            if isinstance(element, cst.DictElement):
+            if type(element) is cst.DictElement:
                 self.eval(element.key, state)
                 values |= self.eval(element.value, state)
             else:
@@ -1118,7 +1119,7 @@ class Frame:
             for condition in comp.ifs:
                 self.eval(condition.test, inner)
             comp = comp.inner_for_in
-        if isinstance(expr, cst.DictComp):
+        if type(expr) is cst.DictComp:
             self.eval(expr.key, inner)
             produced = self.eval(expr.value, inner)
         else:
@@ -1201,9 +1202,9 @@ class Frame:
         name = self.canonical(func)
         if name is not None and (name == "torch" or name.startswith("torch.")):
             result = self.torch_call(call, name, args, state)
-        elif isinstance(func, cst.Attribute) and self.is_bound(dotted_name(func), state):
+        elif type(func) is cst.Attribute and self.is_bound(dotted_name(func), state):
             result = self.call_values(call, func, self.lookup(dotted_name(func), state), args, state)
-        elif isinstance(func, cst.Attribute):
+        elif type(func) is cst.Attribute:
             receiver = self.eval(func.value, state)
             result = self.method_call(call, func, receiver, args, state)
         else:
@@ -1213,7 +1214,7 @@ class Frame:
         return result
 
     def _matches(self, raw: str, names: frozenset[str]) -> bool:
-        return any(raw == n or raw.endswith("." + n) for n in names)
+        return bool(names) and any(raw == n or raw.endswith("." + n) for n in names)
 
     def _call_function_arguments(self, args: list, state: State) -> None:
         """A function passed as an argument (an optimizer closure) is called."""
@@ -1359,7 +1360,7 @@ class Frame:
     def call_values(self, call: cst.Call, func: cst.BaseExpression, callee: Vals, args: list,
                     state: State) -> Vals:
         out: set = set()
-        if isinstance(func, cst.Name) and func.value in _BUILTIN_NAMES and func.value not in state.env:
+        if type(func) is cst.Name and func.value in _BUILTIN_NAMES and func.value not in state.env:
             return self.builtin_call(call, func.value, args, state)
         for value in callee:
             if isinstance(value, FunctionRef):
@@ -1439,7 +1440,7 @@ class Frame:
         if self.depth >= INLINE_DEPTH or self.a.inline_budget <= 0 or fn in self.context:
             # A function of this file we will not look into (recursion, depth): its
             # result may well be detached (`repackage_hidden`), so it is unknown.
-            if not isinstance(call, cst.Call):
+            if not type(call) is cst.Call:
                 return EMPTY
             parents = [p for _, v in args for p in self.graph_values(v, state)]
             return frozenset((self.a.node(self, state, call, f"{fn.name.value}(...)", parents, Saves.UNKNOWN,
@@ -1447,7 +1448,7 @@ class Frame:
         self.a.inline_budget -= 1
         if share_self and owner is not None:
             self.a.inlined_methods.add(fn)
-        nested = isinstance(self.scope, cst.FunctionDef) and _encloses(self.scope, fn)
+        nested = type(self.scope) is cst.FunctionDef and _encloses(self.scope, fn)
         fallback = ((state.env,) if self.is_module or nested else ()) + self.fallback
         if closure is not None and closure is not state.env:
             fallback = (closure,) + fallback
@@ -1513,7 +1514,7 @@ def _definition_site(node: AbstractNode, event: BackwardEvent) -> Optional[cst.C
     depth = len(event.context)
     if node.context[:depth] == event.context and len(node.context) > depth:
         call = node.context[depth]
-        if isinstance(call, cst.Call):
+        if type(call) is cst.Call:
             return call
     return None
 
@@ -1538,7 +1539,7 @@ def _is_classmethod(fn: cst.FunctionDef) -> bool:
 def _is_no_grad_function(fn: cst.FunctionDef, analysis: ModuleAnalysis) -> bool:
     for decorator in fn.decorators:
         expr = decorator.decorator
-        func = expr.func if isinstance(expr, cst.Call) else expr
+        func = expr.func if type(expr) is cst.Call else expr
         name = dotted_name(func)
         if name is not None and analysis.imports.resolve(name) in _NO_GRAD_CONTEXTS:
             return True
@@ -1550,7 +1551,7 @@ def _encloses(outer: cst.FunctionDef, inner: cst.FunctionDef) -> bool:
 
 
 def _has_loop(fn: cst.FunctionDef) -> bool:
-    return any(isinstance(stmt, (cst.For, cst.While)) for stmt in walk_statements(fn.body.body, False))
+    return any(type(stmt) in (cst.For, cst.While) for stmt in walk_statements(fn.body.body, False))
 
 
 def _creates_parameters(node: cst.ClassDef, analysis: ModuleAnalysis) -> bool:
@@ -1560,8 +1561,8 @@ def _creates_parameters(node: cst.ClassDef, analysis: ModuleAnalysis) -> bool:
     parametric = set(ops.PARAMETRIC_MODULES) | {"Parameter"}
     parametric |= {name for name, info in analysis.classes.items() if info.parametric}
     for stmt in walk_statements(node.body.body):
-        value = getattr(stmt, "value", None) if isinstance(stmt, (cst.Assign, cst.AnnAssign, cst.Expr)) else None
-        if isinstance(value, cst.Call):
+        value = getattr(stmt, "value", None) if type(stmt) in (cst.Assign, cst.AnnAssign, cst.Expr) else None
+        if type(value) is cst.Call:
             callee = dotted_name(value.func) or ""
             if callee.split(".")[-1] in parametric:
                 return True
