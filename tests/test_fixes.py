@@ -31,6 +31,8 @@ NO_EDIT = {
     "tl002_optimize_parameters_fake_on_self.py": "the backwards run in two methods and the shared value is "
                                                  "read through `self`: neither combining nor detaching is local",
     "tl004_autograd_grad_twice.py": "the repeated call is `torch.autograd.grad`, whose result is assigned",
+    "tl002_strict_needed_retain_per_task_gradients.py": "the first walk retains on purpose (each task's "
+                                                        "gradient is read in between): only a rewrite ports it",
 }
 
 

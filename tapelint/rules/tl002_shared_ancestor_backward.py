@@ -110,6 +110,8 @@ l2.backward()
                        combine_edits(hazard, ctx)),
                 fix_of(FixKind.DETACH, Safety.UNSAFE,
                        f"detach `{name}` on the first loss's branch (it then gets no gradient from that loss)",
-                       branch_detach_edits(hazard, ctx)),
+                       # A retained first walk was meant to reach `name`: detaching it there
+                       # would silently drop the gradients the code reads in between.
+                       () if hazard.retained else branch_detach_edits(hazard, ctx)),
             ),
         )
