@@ -33,3 +33,19 @@ def test_fails_under_matches_the_declaration(path, profile):
         if not declared:
             continue
         assert [s.value for s in diagnostic.fails_under] == list(declared[0].profiles)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_check_fixtures_json_reports_exactly_the_declarations(profile, capsys):
+    """The issue's own acceptance: `tapelint check fixtures/ --format json`."""
+    import json
+
+    from tapelint.cli import main
+
+    code = main(["check", str(FIXTURES_DIR), "--format", "json", "--semantics", profile])
+    document = json.loads(capsys.readouterr().out)
+    reported = sorted((d["path"], d["code"], d["range"]["start"]["line"]) for d in document["diagnostics"])
+    declared = sorted((str(path), e.code, e.line) for path in FIXTURES for e in parse_fixture(path).expects_under(profile))
+    assert code == 1 and document["errors"] == [] and document["semantics"] == profile
+    assert document["files_checked"] == len(FIXTURES)
+    assert reported == declared
