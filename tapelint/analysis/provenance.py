@@ -172,6 +172,7 @@ class ModuleAnalysis:
         self.lists: dict[tuple, ListRef] = {}
         self.function_refs: dict[tuple, FunctionRef] = {}
         self.inlined_methods: set[cst.FunctionDef] = set()
+        self.interpreted: set[cst.FunctionDef] = set()  # bodies run at some call site
         self.carried: dict[tuple, Carried] = {}
         self.events: dict[tuple, BackwardEvent] = {}
         self.hazards: dict[tuple, Hazard] = {}
@@ -203,8 +204,12 @@ class ModuleAnalysis:
                     info.state = self._analyze_function(info.methods["__init__"], info, {}, collect_self=True)
             top = Frame(self, scope=self.module, loops=(), context=(), owner=None, fallback=())
             self.module_env = top.exec_block(body, State({}, {}, {})).env
-            for fn in self.functions.values():
-                self._analyze_function(fn, owner=None, initial={})
+            # Callers before callees (scripts define helpers first): a function
+            # already interpreted at a call site, with real arguments, needs no
+            # second, less informed pass with unknown parameters.
+            for fn in reversed(list(self.functions.values())):
+                if fn not in self.interpreted:
+                    self._analyze_function(fn, owner=None, initial={})
             for info in self.classes.values():
                 self._analyze_class(info)
         except OutOfBudget:
@@ -1446,6 +1451,7 @@ class Frame:
             return frozenset((self.a.node(self, state, call, f"{fn.name.value}(...)", parents, Saves.UNKNOWN,
                                           Tracked.UNKNOWN),))
         self.a.inline_budget -= 1
+        self.a.interpreted.add(fn)
         if share_self and owner is not None:
             self.a.inlined_methods.add(fn)
         nested = type(self.scope) is cst.FunctionDef and _encloses(self.scope, fn)
