@@ -313,3 +313,20 @@ def test_accumulating_values_no_backward_walks_is_not_a_training_total():
         """
     )
     assert [h.kind.value for h in a.results()] == []
+
+
+def test_requires_grad_attribute_assignment_follows_its_literal():
+    a = analyse(
+        """
+        import torch
+        w = torch.zeros(2)
+        w.requires_grad = True
+        v = torch.ones(2, requires_grad=True)
+        v.requires_grad = False
+        u = torch.zeros(2)
+        u.requires_grad = flag
+        """
+    )
+    assert only(a, "w").leaf and only(a, "w").tracked is Tracked.YES
+    assert only(a, "v").tracked is Tracked.NO
+    assert only(a, "u").tracked is Tracked.UNKNOWN

@@ -374,7 +374,7 @@ class ModuleAnalysis:
             stack.extend(value.parents)
         return False
 
-    def accumulation_context(self, loop: Loop, block: Sequence[cst.CSTNode], index: int, frame: "Frame") -> None:
+    def note_loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None:
         """Remember where a loop sits, to read what follows it (TL003)."""
         self.loop_sites.setdefault(loop, (block, index))
 
@@ -556,7 +556,7 @@ class Frame:
             return self.exec_for(stmt, state, block, index)
         if type(stmt) is cst.While:
             loop = Loop(stmt, label="while")
-            self.a.accumulation_context(loop, block, index, self)
+            self.a.note_loop_site(loop, block, index)
 
             def bind(s: State) -> State:
                 self.eval(stmt.test, s)
@@ -615,7 +615,10 @@ class Frame:
         if type(small) is cst.Assign:
             vals = self.eval(small.value, state)
             for target in small.targets:
-                self.bind(target.target, vals, state)
+                if type(target.target) is cst.Attribute and target.target.attr.value == "requires_grad":
+                    self._set_requires_grad(target.target, _literal_bool(small.value), state)
+                else:
+                    self.bind(target.target, vals, state)
             self._note_assign_accumulation(small, state)
         elif type(small) is cst.AnnAssign:
             if small.value is not None:
@@ -651,7 +654,7 @@ class Frame:
         elements = self.elements(iterable, state)
         self._freeze_parameters_loop(stmt, state)
         loop = Loop(stmt, label="for")
-        self.a.accumulation_context(loop, block, index, self)
+        self.a.note_loop_site(loop, block, index)
 
         def bind(s: State) -> State:
             self.bind(stmt.target, elements, s)
@@ -855,13 +858,6 @@ class Frame:
             elif key is not None and not lists:
                 state.env[key] = state.env.get(key, EMPTY) | vals
             return
-        if type(target) is cst.Attribute:
-            if target.attr.value == "requires_grad" and _literal_bool_vals(vals):
-                base_key = self.target_key(target.value)
-                if base_key is not None:
-                    leaf = self.a.node(self, state, target, "requires_grad", (), Saves.NOTHING, Tracked.YES, leaf=True)
-                    state.env[base_key] = frozenset((leaf,))
-                return
         key = self.target_key(target)
         if key is None:
             self.eval(target, state)
@@ -870,6 +866,16 @@ class Frame:
             if isinstance(value, AbstractNode) and value.name is None and value is not OPAQUE:
                 value.name = key
         state.env[key] = vals
+
+    def _set_requires_grad(self, target: cst.Attribute, flag: Optional[bool], state: State) -> None:
+        """`x.requires_grad = True` makes `x` a tracked leaf, `= False` an
+        untracked one; a runtime flag leaves it unknown."""
+        base_key = self.target_key(target.value)
+        if base_key is None:
+            return
+        tracked = Tracked.UNKNOWN if flag is None else Tracked.YES if flag else Tracked.NO
+        leaf = self.a.node(self, state, target, "requires_grad", (), Saves.NOTHING, tracked, leaf=True)
+        state.env[base_key] = frozenset((leaf,))
 
     def bind_parameters(self, fn: cst.FunctionDef, state: State, method: bool, args: Optional[list]) -> None:
         params = list(fn.params.posonly_params) + list(fn.params.params)
@@ -1528,10 +1534,6 @@ def _definition_site(node: AbstractNode, event: BackwardEvent) -> Optional[cst.C
 def _keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     arg = _keyword(call, name)
     return arg.value if arg is not None else None
-
-
-def _literal_bool_vals(vals: Vals) -> bool:
-    return not vals  # `x.requires_grad = True`: the value is a literal (no graph)
 
 
 def _is_static(fn: cst.FunctionDef) -> bool:
