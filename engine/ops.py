@@ -248,6 +248,15 @@ VAR = Op(
                   * (c.saved[0] - mean(c.saved[0], c.attrs["dims"], keepdim=True))
                   * (2.0 / (_count(c.shapes[0], c.attrs["dims"]) - c.attrs["correction"])),),
     (0,))
+STD = Op(  # its own op, as in PyTorch: a zero deviation gets a zero gradient, not 0/0
+    "Std",
+    lambda a, dims, keepdim, correction: np.asarray(
+        np.sqrt(np.var(a, axis=dims, keepdims=keepdim, ddof=correction)), dtype=a.dtype),
+    lambda c, g: (_grow(g / where(c.saved["out"].detach() == 0, 1.0, c.saved["out"]), c.shapes[0],
+                        c.attrs["dims"], c.attrs["keepdim"])
+                  * (c.saved[0] - mean(c.saved[0], c.attrs["dims"], keepdim=True))
+                  * (1.0 / (_count(c.shapes[0], c.attrs["dims"]) - c.attrs["correction"])),),
+    (0, "out"))
 NORM = Op(
     "Norm",
     lambda a, dims, keepdim: np.asarray(np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim)),
@@ -613,7 +622,8 @@ def var(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False
 
 def std(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
         correction: int | None = None) -> Tensor:
-    return sqrt(var(a, dim, unbiased, keepdim, correction=correction))
+    corr = correction if correction is not None else (1 if unbiased else 0)
+    return apply(STD, a, dims=norm_dims(dim, a.arr.ndim), keepdim=keepdim, correction=corr)
 
 
 def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:

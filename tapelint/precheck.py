@@ -2,13 +2,14 @@
 paying for a parse.
 
 Every hazard but one needs a backward call, and every backward call the
-analysis recognises is spelled `.backward(`/`_backward(` or goes through
-`torch.autograd` (or is a configured backward function); a file that only
-*defines* `backward` (an autograd Function) has none. The one exception,
-TL003 in an evaluation loop, needs a loop, an accumulating statement, and a
-value tracked by construction — which only `requires_grad`, a `Parameter`,
-`parameters()`, a parametric layer of `torch.nn`, a module class of the
-file, or a configured tracked function can produce.
+analysis recognises is a method call `.backward(`/`.manual_backward(`, goes
+through `torch.autograd`, or is a configured backward function; a file that
+only *defines* `backward` (an autograd Function) has none. The one
+exception, TL003 in an evaluation loop, needs a loop, an accumulating
+statement, and a value tracked by construction — which only a literal
+`requires_grad=True`/`requires_grad_()`, a `Parameter`, `parameters()`, a
+parametric layer of `torch.nn` (a module class of the file owns parameters
+only through those), or a configured tracked function can produce.
 
 Only substring searches here (a regular expression is tried only once a
 substring matched): they cost a few milliseconds per megabyte.
@@ -23,18 +24,33 @@ import re
 from tapelint.ops import PARAMETRIC_MODULES
 from tapelint.settings import Settings
 
-_BACKWARD_CALL = re.compile(r"[._]backward\s*\(")
+_BACKWARD_CALL = re.compile(r"\.\s*(?:manual_)?backward\s*\(")
 _AUTOGRAD_CALL = re.compile(
     r"autograd\.(?:grad|backward)\b|from\s+torch\.autograd\s+import[^\n]*\b(?:grad|backward)\b"
     r"|\bautograd\s+as\b"
 )
-_TRACKING = ("requires_grad", "Parameter", "parameters(", "Module") + tuple(f"{m}(" for m in PARAMETRIC_MODULES)
+# `requires_grad` only with a literal true flag: a runtime flag leaves a value's
+# tracking unknown, and unknown is never reported.
+_REQUIRES_GRAD = re.compile(
+    r"requires_grad\s*=\s*(?:True\b|0*[1-9])"
+    r"|requires_grad_\(\s*(?:requires_grad\s*=\s*)?(?:True\b|0*[1-9]|\))"
+)
+_TRACKING = ("Parameter(", "parameters(") + tuple(f"{m}(" for m in PARAMETRIC_MODULES)
 _LOOPS = ("for ", "while ")
 # `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
 _ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")
+_COMMENT_LINE = re.compile(r"^[ \t]*#[^\r\n]*", re.MULTILINE)
 
 
 def may_hold_hazard(source: str, settings: Settings) -> bool:
+    if not _has_marker(source, settings):
+        return False
+    # A marker may sit in a comment (`# x.backward() would fail here`): look
+    # again without whole-line comments, which hold no code.
+    return "#" not in source or _has_marker(_COMMENT_LINE.sub("", source), settings)
+
+
+def _has_marker(source: str, settings: Settings) -> bool:
     if "backward" in source and _BACKWARD_CALL.search(source):
         return True
     if "autograd" in source and _AUTOGRAD_CALL.search(source):
@@ -43,7 +59,13 @@ def may_hold_hazard(source: str, settings: Settings) -> bool:
     if any(name.split(".")[-1] in source for name in names):
         return True
     return (
-        any(marker in source for marker in _TRACKING)
+        _tracks_by_construction(source)
         and any(marker in source for marker in _LOOPS)
         and any(marker in source for marker in _ACCUMULATING)
     )
+
+
+def _tracks_by_construction(source: str) -> bool:
+    if "requires_grad" in source and _REQUIRES_GRAD.search(source):
+        return True
+    return any(marker in source for marker in _TRACKING)

@@ -41,6 +41,21 @@ def _hazards_when_not_prechecked(path: str) -> tuple[str, list[str]]:
         ("import torch.autograd as ag\ng = ag.grad(y, x)\n", True),
         ("m = nn.Linear(2, 2)\nfor x in xs:\n    total += m(x).sum()\n", True),
         ("w = torch.ones(2, requires_grad=True)\nfor x in xs:\n    acc = acc + (w * x).sum()\n", True),
+        ("w = torch.ones(2).requires_grad_()\nfor x in xs:\n    acc = acc + (w * x).sum()\n", True),
+        ("w.requires_grad_(requires_grad=True)\nfor x in xs:\n    acc += w * x\n", True),
+        ("w = nn.Parameter(torch.ones(2))\nfor x in xs:\n    acc += w * x\n", True),
+        ("loss . backward ()\n", True),
+        # a definition named like a backward is not a call of one
+        ("def max_pool2d_backward(grad):\n    return grad\n", False),
+        # markers in whole-line comments are not code
+        ("# loss.backward() here would fail\nx = 1\n", False),
+        ("for x in xs:\n    # w = torch.ones(2, requires_grad=True)\n    acc += x\n", False),
+        # a runtime flag leaves tracking unknown, and unknown is never reported
+        ("t = make(requires_grad=requires_grad)\nfor x in xs:\n    acc += t * x\n", False),
+        ("t.requires_grad_(flag)\nfor x in xs:\n    acc += t * x\n", False),
+        # numpydoc's "Parameters" heading and torch.fx's GraphModule track nothing
+        ('def f(gm: GraphModule, xs):\n    """Parameters\n    ----------\n    """\n    for x in xs:\n        acc += x\n',
+         False),
     ],
 )
 def test_precheck_markers(code, expected):

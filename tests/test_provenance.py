@@ -330,3 +330,39 @@ def test_requires_grad_attribute_assignment_follows_its_literal():
     assert only(a, "w").leaf and only(a, "w").tracked is Tracked.YES
     assert only(a, "v").tracked is Tracked.NO
     assert only(a, "u").tracked is Tracked.UNKNOWN
+
+
+def test_a_tuple_rebuilt_from_itself_stays_shallow():
+    """`key = (key, x)` in a loop grows a deeper tuple on every pass; in
+    nested loops that once took gigabytes and never ended (torch's
+    sparse/_triton_ops_meta.py). Nesting is bounded, the values inside kept."""
+    from tapelint.analysis.model import MAX_TUPLE_DEPTH, TupleVal
+    from tapelint.analysis.provenance import MAX_PASSES
+
+    assert MAX_TUPLE_DEPTH < MAX_PASSES + 1  # unbounded, this loop would build MAX_PASSES + 1 levels
+    a = analyse(
+        """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        key = ()
+        for i in range(3):
+            key = (key, w * i)
+        """
+    )
+    tuples = [v for v in a.module_env["key"] if isinstance(v, TupleVal) and v.items]
+    assert tuples
+
+    def depth(value) -> int:
+        inner = [depth(v) for item in value.items for v in item if isinstance(v, TupleVal)]
+        return 1 + max(inner, default=0)
+
+    def leaves(value) -> set:
+        out = set()
+        for item in value.items:
+            for v in item:
+                out |= leaves(v) if isinstance(v, TupleVal) else {v}
+        return out
+
+    assert all(depth(t) <= MAX_TUPLE_DEPTH for t in tuples)
+    tracked = [v for t in tuples for v in leaves(t) if isinstance(v, (AbstractNode, Carried))]
+    assert any(v.tracked is Tracked.YES for v in tracked)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional, Union
+from typing import Iterable, Iterator, Optional, Union
 
 import libcst as cst
 
@@ -135,9 +135,38 @@ class ListRef:
         return f"<list@{id(self)}>"
 
 
+# Tuples nest at most this deep in the abstract state: a tuple rebuilt from
+# itself in a loop (`key = (key, x)`) would otherwise grow a new, deeper value
+# on every pass and the loop would never reach its fixed point.
+MAX_TUPLE_DEPTH = 3
+
+
 @dataclass(frozen=True)
 class TupleVal:
+    """A tuple whose positions are kept apart, so unpacking it is precise.
+    Build one with `tuple_of`, which bounds the nesting."""
+
     items: tuple[frozenset, ...]
+    depth: int = field(default=1, compare=False)
+
+
+def tuple_of(items: Iterable[frozenset]) -> TupleVal:
+    """A tuple of these positions; nested deeper than MAX_TUPLE_DEPTH, its
+    inner tuples are spread into their elements (positions lost, values kept)."""
+    items = tuple(items)
+    depth = 1 + max((v.depth for item in items for v in item if isinstance(v, TupleVal)), default=0)
+    if depth <= MAX_TUPLE_DEPTH:
+        return TupleVal(items, depth)
+    return TupleVal(tuple(frozenset(_spread(item)) for item in items), 1)
+
+
+def _spread(values: frozenset) -> Iterator:
+    for value in values:
+        if isinstance(value, TupleVal):
+            for item in value.items:
+                yield from _spread(item)
+        else:
+            yield value
 
 
 class SelfRef:

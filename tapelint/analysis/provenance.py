@@ -42,6 +42,7 @@ from tapelint.analysis.model import (
     SelfRef,
     Tracked,
     TupleVal,
+    tuple_of,
     Value,
 )
 from tapelint.ops import Saves
@@ -105,7 +106,9 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0) -> li
     """Every hazard of one module; `lines`, its length, sizes the work budget."""
     analysis = ModuleAnalysis(module, settings, lines)
     analysis.run()
-    return analysis.results()
+    found = analysis.results()
+    analysis.release()
+    return found
 
 
 @dataclass
@@ -219,6 +222,17 @@ class ModuleAnalysis:
         self.work_left -= 1
         if self.work_left < 0:
             raise OutOfBudget
+
+    def release(self) -> None:
+        """Break the abstract graph's cycles (loop back edges, closures that
+        hold the state they were made in) once the hazards are known, so the
+        syntax tree they point into is freed as soon as its file is done,
+        by reference counting, not at the next full collection."""
+        for node in self.nodes.values():
+            node.parents.clear()
+        for ref in self.function_refs.values():
+            ref.closure = None
+        self.__dict__.clear()
 
     def results(self) -> list[Hazard]:
         """Every hazard found. A running total that TL003 reports is not
@@ -350,7 +364,7 @@ class ModuleAnalysis:
                 stand_in = self.carried[key] = Carried(value, loop)
             return stand_in
         if isinstance(value, TupleVal):
-            return TupleVal(tuple(frozenset(self.carry(v, loop) for v in item) for item in value.items))
+            return tuple_of(frozenset(self.carry(v, loop) for v in item) for item in value.items)
         return value
 
     def is_tracked(self, node: AbstractNode) -> bool:
@@ -920,10 +934,11 @@ class Frame:
             return True
         return self.owner is not None and key in self.owner.state
 
-    def canonical(self, expr: cst.BaseExpression) -> Optional[str]:
+    def canonical(self, expr: cst.BaseExpression, name: Optional[str] = None) -> Optional[str]:
         """The imported dotted name an expression refers to (`F.relu` ->
-        `torch.nn.functional.relu`), unless a local binding shadows it."""
-        name = dotted_name(expr)
+        `torch.nn.functional.relu`), unless a local binding shadows it;
+        `name`, the expression's dotted name when the caller has it."""
+        name = name or dotted_name(expr)
         if name is None:
             return None
         head = name.split(".")[0]
@@ -1101,7 +1116,7 @@ class Frame:
                 vals = self.elements(vals, state)
             items.append(vals)
         if type(expr) is cst.Tuple:
-            return frozenset((TupleVal(tuple(items)),))
+            return frozenset((tuple_of(items),))
         return frozenset((self._new_list(expr, frozenset(x for item in items for x in item), state),))
 
     def eval_dict(self, expr: cst.Dict, state: State) -> Vals:
@@ -1210,11 +1225,11 @@ class Frame:
         if raw is not None and self._matches(raw, self.a.tracked_names):
             parents = [p for _, v in args for p in self.graph_values(v, state)]
             return frozenset((self.a.node(self, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
-        name = self.canonical(func)
+        name = self.canonical(func, raw)
         if name is not None and (name == "torch" or name.startswith("torch.")):
             result = self.torch_call(call, name, args, state)
-        elif type(func) is cst.Attribute and self.is_bound(dotted_name(func), state):
-            result = self.call_values(call, func, self.lookup(dotted_name(func), state), args, state)
+        elif type(func) is cst.Attribute and self.is_bound(raw, state):
+            result = self.call_values(call, func, self.lookup(raw, state), args, state)
         elif type(func) is cst.Attribute:
             receiver = self.eval(func.value, state)
             result = self.method_call(call, func, receiver, args, state)
@@ -1404,7 +1419,7 @@ class Frame:
             columns = [self.elements(vals, state) for _, vals in args if _ is None]
             if name == "enumerate":
                 columns = [EMPTY, columns[0]] if columns else [EMPTY]
-            return frozenset((self._new_list(call, frozenset((TupleVal(tuple(columns)),)), state),))
+            return frozenset((self._new_list(call, frozenset((tuple_of(columns),)), state),))
         if name in _PASS_THROUGH_BUILTINS:
             out: set = set()
             for _, vals in args:

@@ -8,7 +8,7 @@ import inspect
 import re
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property
 from typing import Callable, ClassVar, Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
@@ -43,6 +43,25 @@ class ReportContext:
 
     def code_of(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node).strip()
+
+    # Built once per file and only when a fix needs them; they die with the
+    # context, so no syntax tree outlives its file.
+    @cached_property
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Child -> parent."""
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = [self.module]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                parents[child] = node
+                stack.append(child)
+        return parents
+
+    @cached_property
+    def lines(self) -> tuple[str, ...]:
+        """The module's lines, split as libcst counts them (\\n, \\r\\n, \\r)."""
+        return tuple(re.split(r"\r\n|\r|\n", self.module.code))
 
 
 @dataclass(frozen=True)
@@ -157,27 +176,8 @@ def fix_of(kind: FixKind, safety: Safety, description: str, edits: tuple[Edit, .
     return Fix(kind, safety if edits else Safety.DISPLAY_ONLY, description, edits)
 
 
-@lru_cache(maxsize=4)
-def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    """Child -> parent, built once per module and only when a fix needs it."""
-    parents: dict[cst.CSTNode, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        for child in node.children:
-            parents[child] = node
-            stack.append(child)
-    return parents
-
-
-@lru_cache(maxsize=4)
-def _lines(module: cst.Module) -> tuple[str, ...]:
-    """The module's lines, split as libcst counts them (\\n, \\r\\n, \\r)."""
-    return tuple(re.split(r"\r\n|\r|\n", module.code))
-
-
 def _parent(ctx: ReportContext, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    return _parents(ctx.module).get(node)
+    return ctx.parents.get(node)
 
 
 def _ancestor(ctx: ReportContext, node: cst.CSTNode, kinds: tuple[type, ...]) -> Optional[cst.CSTNode]:
@@ -205,7 +205,7 @@ def _siblings(ctx: ReportContext, statement: cst.BaseStatement) -> tuple[Sequenc
 
 
 def _indent(ctx: ReportContext, statement: cst.CSTNode) -> str:
-    line = _lines(ctx.module)[ctx.line_of(statement) - 1]
+    line = ctx.lines[ctx.line_of(statement) - 1]
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
@@ -245,89 +245,105 @@ def _callee_name(call: cst.Call) -> str:
     return ""
 
 
+# The visitors below live at module level and keep their state on the
+# instance: a class defined inside a function is a reference cycle, and its
+# methods' closures would keep the module's tree alive until the next full
+# garbage collection (tests/test_runner.py checks that linting leaves none).
+
+
+class _NameCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Name(self, name: cst.Name) -> None:
+        self.names.add(name.value)
+
+    def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+        attribute.value.visit(self)
+        return False
+
+    def visit_Arg(self, arg: cst.Arg) -> bool:
+        arg.value.visit(self)
+        return False
+
+
 def _names_in(node: cst.CSTNode) -> set[str]:
     """Every identifier read or written in `node` (attribute names and keyword names excluded)."""
-    names: set[str] = set()
+    collector = _NameCollector()
+    node.visit(collector)
+    return collector.names
 
-    class Collector(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            names.add(name.value)
 
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            attribute.value.visit(self)
-            return False
+class _BindingCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bound: set[str] = set()
 
-        def visit_Arg(self, arg: cst.Arg) -> bool:
-            arg.value.visit(self)
-            return False
+    def _targets(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.bound.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._targets(target.value)
 
-    node.visit(Collector())
-    return names
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._targets(node.target)
 
 
 def _bound_in(node: cst.CSTNode) -> set[str]:
     """Every identifier `node` binds: assignment, loop, `with ... as`, walrus, comprehension targets."""
-    bound: set[str] = set()
-
-    class Collector(cst.CSTVisitor):
-        def _targets(self, target: cst.CSTNode) -> None:
-            if isinstance(target, cst.Name):
-                bound.add(target.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._targets(element.value)
-            elif isinstance(target, cst.StarredElement):
-                self._targets(target.value)
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            self._targets(node.target)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._targets(node.target)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._targets(node.target)
-
-        def visit_For(self, node: cst.For) -> None:
-            self._targets(node.target)
-
-        def visit_CompFor(self, node: cst.CompFor) -> None:
-            self._targets(node.target)
-
-        def visit_AsName(self, node: cst.AsName) -> None:
-            self._targets(node.name)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            self._targets(node.target)
-
-        def visit_Del(self, node: cst.Del) -> None:
-            self._targets(node.target)
-
-    node.visit(Collector())
-    return bound
+    collector = _BindingCollector()
+    node.visit(collector)
+    return collector.bound
 
 
 def _uses_outside(ctx: ReportContext, names: set[str], inside: tuple[cst.CSTNode, ...]) -> bool:
     """Is any of `names` mentioned anywhere in the module outside the `inside` subtrees?"""
-    hidden = set(inside)
-
-    class Finder(cst.CSTVisitor):
-        found = False
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node in hidden or self.found:
-                return False
-            if isinstance(node, cst.Name) and node.value in names:
-                parent = _parent(ctx, node)
-                if not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
-                    isinstance(parent, cst.Arg) and parent.keyword is node
-                ):
-                    self.found = True
-            return True
-
-    finder = Finder()
+    finder = _UseFinder(ctx, names, set(inside))
     ctx.module.visit(finder)
     return finder.found
+
+
+class _UseFinder(cst.CSTVisitor):
+    def __init__(self, ctx: ReportContext, names: set[str], hidden: set[cst.CSTNode]) -> None:
+        super().__init__()
+        self.ctx, self.names, self.hidden = ctx, names, hidden
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node in self.hidden or self.found:
+            return False
+        if isinstance(node, cst.Name) and node.value in self.names:
+            parent = _parent(self.ctx, node)
+            if not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
+                isinstance(parent, cst.Arg) and parent.keyword is node
+            ):
+                self.found = True
+        return True
 
 
 # TL001 (and TL004's loop flavour): compute the value inside the loop.
@@ -489,15 +505,19 @@ def _single_assign(statement: cst.BaseStatement) -> Optional[tuple[str, cst.Base
     return None
 
 
+class _CallCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, call: cst.Call) -> None:
+        self.calls.append(call)
+
+
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    calls: list[cst.Call] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            calls.append(call)
-
-    node.visit(Collector())
-    return calls
+    collector = _CallCollector()
+    node.visit(collector)
+    return collector.calls
 
 
 # TL004: remove the repeated backward.
@@ -594,7 +614,7 @@ def _names_matching(ctx: ReportContext, predicate: Callable[[cst.CSTNode], bool]
     """Nodes satisfying `predicate`, except attribute names and keyword names."""
     return [
         node
-        for node, parent in _parents(ctx.module).items()
+        for node, parent in ctx.parents.items()
         if predicate(node)
         and not (isinstance(parent, cst.Attribute) and parent.attr is node)
         and not (isinstance(parent, cst.Arg) and parent.keyword is node)
@@ -691,7 +711,7 @@ def _assignments(ctx: ReportContext) -> list[tuple[str, cst.BaseExpression]]:
     """(last name of the target, value) for every single-target assignment:
     `criterion = nn.MSELoss()` and `self.criterion = ...` both give `criterion`."""
     found = []
-    for node in _parents(ctx.module):
+    for node in ctx.parents:
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):
@@ -772,20 +792,23 @@ def carry_detach_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
     return (_insert_before(ctx, statements[0], lines),)
 
 
+class _OuterDeclarationFinder(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.found = self.found or any(n.name.value == self.name for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.found = self.found or any(n.name.value == self.name for n in node.names)
+
+
 def _declared_outer(scope: cst.CSTNode, name: str) -> bool:
-    found = False
-
-    class Finder(cst.CSTVisitor):
-        def visit_Global(self, node: cst.Global) -> None:
-            nonlocal found
-            found = found or any(n.name.value == name for n in node.names)
-
-        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            nonlocal found
-            found = found or any(n.name.value == name for n in node.names)
-
-    scope.visit(Finder())
-    return found
+    finder = _OuterDeclarationFinder(name)
+    scope.visit(finder)
+    return finder.found
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -804,39 +827,44 @@ def _bindings(scope: cst.CSTNode, name: str) -> list[tuple[Optional[cst.BaseExpr
     """(value, index) for every assignment to `name` in `scope`: index is the
     position of `name` in an unpacking target (None: the whole value), value
     None when it is bound some other way (a loop variable, a parameter...)."""
-    found: list[tuple[Optional[cst.BaseExpression], Optional[int]]] = []
+    collector = _AssignmentCollector(name)
+    scope.visit(collector)
+    return collector.found
 
-    def spelled(node: cst.CSTNode) -> bool:
-        return _code(node) == name
 
-    class Collector(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                if spelled(target.target):
-                    found.append((node.value, None))
-                elif isinstance(target.target, (cst.Tuple, cst.List)):
-                    for i, element in enumerate(target.target.elements):
-                        if spelled(element.value):
-                            found.append((node.value, i))
+class _AssignmentCollector(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found: list[tuple[Optional[cst.BaseExpression], Optional[int]]] = []
 
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if spelled(node.target):
-                found.append((node.value, None))
+    def _spelled(self, node: cst.CSTNode) -> bool:
+        return _code(node) == self.name
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if spelled(node.target):
-                found.append((node.value, None))
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if self._spelled(target.target):
+                self.found.append((node.value, None))
+            elif isinstance(target.target, (cst.Tuple, cst.List)):
+                for i, element in enumerate(target.target.elements):
+                    if self._spelled(element.value):
+                        self.found.append((node.value, i))
 
-        def visit_For(self, node: cst.For) -> None:
-            if name in _bound_in(node.target):
-                found.append((None, None))
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._spelled(node.target):
+            self.found.append((node.value, None))
 
-        def visit_Param(self, node: cst.Param) -> None:
-            if node.name.value == name:
-                found.append((None, None))
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self._spelled(node.target):
+            self.found.append((node.value, None))
 
-    scope.visit(Collector())
-    return found
+    def visit_For(self, node: cst.For) -> None:
+        if self.name in _bound_in(node.target):
+            self.found.append((None, None))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.name.value == self.name:
+            self.found.append((None, None))
 
 
 def _shape(ctx: ReportContext, value: Optional[cst.BaseExpression], index: Optional[int]) -> Optional[Shape]:

@@ -165,6 +165,20 @@ def test_second_order_gradients_agree(fresh, program, xs, loss) -> None:
             np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("dim", [None, 1])
+def test_std_of_a_constant_has_a_zero_gradient(fresh, dim) -> None:
+    """PyTorch masks std's 0/0 to zero; found by the random programs above."""
+    fresh("torch")
+    x = np.full((2, 3), 0.5, np.float32)
+    grads = []
+    for L in (torch, E):
+        t = L.tensor(x, requires_grad=True)
+        (t.std() if dim is None else t.std(dim=dim)).sum().backward()
+        grads.append(t.grad.numpy().copy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+    assert not np.isnan(grads[1]).any()
+
+
 @pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_recurrent_layers_agree(fresh, cls: str, batch_first: bool) -> None:
