@@ -76,8 +76,7 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
     for rule_class in ALL_RULES:
         if not settings.enabled(rule_class.code):
             continue
-        for diagnostic in rule_class().check(hazards, ctx):
-            if settings.semantics not in diagnostic.fails_under:
-                continue  # e.g. a reuse that only a strict tape rejects, under --semantics torch
+        # Under --semantics torch, a reuse that only a strict tape rejects is not reported.
+        for diagnostic in rule_class().check(hazards, ctx, settings.semantics):
             found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
     return tuple(sorted(found.values(), key=lambda d: d.sort_key))

@@ -50,6 +50,7 @@ _NOQA = re.compile(
 )
 _IGNORE = re.compile(r"#\s*tapelint:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?", re.IGNORECASE)
 _SKIP_FILE = re.compile(r"#\s*tapelint:\s*skip-file\b", re.IGNORECASE)
+_SKIP_FILE_WORD = re.compile("skip-file", re.IGNORECASE)
 _OUR_CODE = re.compile(r"^TL\d+$", re.IGNORECASE)
 _PARSE_ERROR = "TL900"
 
@@ -144,11 +145,20 @@ def _directives(comment: str, row: int, column: int) -> list[Directive]:
 
 
 def lint_module(source: str, path: str, settings: Settings) -> FileResult:
-    """`lint_source` with the file's own suppressions honoured."""
+    """`lint_source` with the file's own suppressions honoured. The
+    directives are looked for only when they can matter (tokenizing costs
+    more than most files' whole lint, and many files carry other tools'
+    `noqa`): when there is something to suppress, unused directives to
+    report, or a `skip-file` to honour before linting at all."""
+    result = None
+    if not settings.report_unused_suppressions and not _SKIP_FILE_WORD.search(source):
+        result = lint_source(source, path, settings)
+        if not result.diagnostics:
+            return result
     found = scan(source)
     if found.skip_file:
         return FileResult(path)
-    return apply(lint_source(source, path, settings), found, source, settings)
+    return apply(result or lint_source(source, path, settings), found, source, settings)
 
 
 def apply(result: FileResult, found: Scan, source: str, settings: Settings) -> FileResult:

@@ -40,3 +40,28 @@ def test_linting_leaves_no_reference_cycles() -> None:
     finally:
         gc.enable()
     assert left == 0
+
+
+def test_the_deep_stack_thread_survives_a_failing_task() -> None:
+    from tapelint.runner import Outcome, _with_deep_stack
+
+    def explode(path: str, settings: Settings) -> Outcome:
+        raise SystemExit("boom")
+
+    crashed = _with_deep_stack(explode, "a.py", Settings())
+    assert crashed.crashed and "SystemExit: boom" in crashed.result.errors[0].message
+    again = _with_deep_stack(lambda path, settings: Outcome(lint_source(HAZARD, path, settings)), "b.py", Settings())
+    assert [d.code for d in again.result.diagnostics] == ["TL001"]
+
+
+def test_deep_recursion_runs_on_the_big_stack() -> None:
+    import sys
+
+    from tapelint.runner import Outcome, _with_deep_stack
+
+    def deep(path: str, settings: Settings, depth: int = 0) -> Outcome:
+        # 20,000 Python frames: past the default limit and an 8 MB C stack's reach.
+        return deep(path, settings, depth + 1) if depth < 20_000 else Outcome(lint_source("x = 1\n", path, settings))
+
+    assert sys.getrecursionlimit() < 20_000
+    assert not _with_deep_stack(deep, "c.py", Settings()).crashed

@@ -95,6 +95,7 @@ def test_skip_file():
     assert found(SOURCE + '\nx = "# tapelint: skip-file"\n') == [("TL003", 22)]
     # a file skipped is not even parsed: its syntax error goes unreported
     assert found("# tapelint: skip-file\ndef (:\n") == []
+    assert found("# TAPELINT: Skip-File\n" + SOURCE) == []
 
 
 def test_parse_errors_are_not_suppressed_by_a_line_comment():

@@ -92,10 +92,18 @@ class Rule:
     invalid: ClassVar[tuple[Invalid, ...]] = ()
     valid: ClassVar[tuple[Valid, ...]] = ()
 
-    def check(self, hazards: Iterable[Hazard], ctx: ReportContext) -> Iterator[Diagnostic]:
+    def check(self, hazards: Iterable[Hazard], ctx: ReportContext,
+              semantics: Optional[Semantics] = None) -> Iterator[Diagnostic]:
+        """Diagnostics for this rule's hazards; with `semantics`, only those
+        that fail under it (the others cost no positions)."""
         for hazard in hazards:
-            if hazard.kind in self.hazard_kinds:
+            if hazard.kind in self.hazard_kinds and (semantics is None or semantics in self.fails_under(hazard)):
                 yield self.report(hazard, ctx)
+
+    def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
+        """A reuse fails under torch only if a reused node saved tensors; every
+        reuse fails under a strict tape."""
+        return (Semantics.TORCH, Semantics.STRICT) if hazard.fails_under_torch else (Semantics.STRICT,)
 
     def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
         raise NotImplementedError
@@ -112,12 +120,6 @@ class Rule:
         if cls.valid:
             parts += ["", "## Use instead", "", "```python", cls.valid[0].code.strip("\n"), "```"]
         return "\n".join(parts) + "\n"
-
-
-def fails_under(torch: bool) -> tuple[Semantics, ...]:
-    """A hazard fails under torch only if a reused node saved tensors; every
-    hazard fails under a strict tape."""
-    return (Semantics.TORCH, Semantics.STRICT) if torch else (Semantics.STRICT,)
 
 
 def semantics_note(hazard: Hazard) -> str:

@@ -10,7 +10,6 @@ from tapelint.rules.base import (
     Rule,
     Valid,
     detach_fix,
-    fails_under,
     fix_of,
     loop_phrase,
     recompute_edits,
@@ -137,7 +136,7 @@ for step in range(3):
             message=message,
             path=ctx.path,
             range=ctx.range_of(hazard.definition),
-            fails_under=fails_under(hazard.fails_under_torch),
+            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=self._fixes(hazard, ctx),
         )

@@ -11,7 +11,6 @@ from tapelint.rules.base import (
     Valid,
     branch_detach_edits,
     combine_edits,
-    fails_under,
     fix_of,
     reuse_related,
     semantics_note,
@@ -103,7 +102,7 @@ l2.backward()
             message=message,
             path=ctx.path,
             range=ctx.range_of(hazard.fails_at.call),
-            fails_under=fails_under(hazard.fails_under_torch),
+            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=(
                 fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once",

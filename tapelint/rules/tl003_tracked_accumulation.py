@@ -117,6 +117,11 @@ total.backward()
         ),
     )
 
+    def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
+        """With a backward each step, a strict tape prunes what the backward
+        consumed: only PyTorch keeps the graphs alive."""
+        return (Semantics.TORCH,) if hazard.retention_with_backward else (Semantics.TORCH, Semantics.STRICT)
+
     def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
         total = ctx.code_of(hazard.accumulator_target)
         value = hazard.value
@@ -142,7 +147,7 @@ total.backward()
             message=message,
             path=ctx.path,
             range=ctx.range_of(hazard.accumulator),
-            fails_under=(Semantics.TORCH,) if hazard.retention_with_backward else (Semantics.TORCH, Semantics.STRICT),
+            fails_under=self.fails_under(hazard),
             related=(
                 Related(Role.ACCUMULATOR, ctx.path, ctx.range_of(hazard.accumulator_target),
                         f"`{total}` keeps every iteration's graph"),

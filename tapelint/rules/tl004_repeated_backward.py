@@ -9,7 +9,6 @@ from tapelint.rules.base import (
     ReportContext,
     Rule,
     Valid,
-    fails_under,
     fix_of,
     loop_phrase,
     recompute_edits,
@@ -112,7 +111,7 @@ for step in range(3):
             message=message + semantics_note(hazard),
             path=ctx.path,
             range=ctx.range_of(hazard.fails_at.call),
-            fails_under=fails_under(hazard.fails_under_torch),
+            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=self._fixes(hazard, ctx),
         )

@@ -10,7 +10,6 @@ from tapelint.rules.base import (
     Rule,
     Valid,
     carry_detach_edits,
-    fails_under,
     fix_of,
     loop_phrase,
     reuse_related,
@@ -121,7 +120,7 @@ for step in range(3):
             message=message,
             path=ctx.path,
             range=ctx.range_of(anchor),
-            fails_under=fails_under(hazard.fails_under_torch),
+            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=(
                 fix_of(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` at the start of each iteration",

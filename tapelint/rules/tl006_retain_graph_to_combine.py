@@ -76,6 +76,10 @@ l2.backward()
         ),
     )
 
+    def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
+        """PyTorch runs a retained graph; only a strict tape has no retain_graph."""
+        return (Semantics.STRICT,)
+
     def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
         first = ctx.line_of(hazard.first_backward.call)
         second = ctx.line_of(hazard.fails_at.call)
@@ -93,7 +97,7 @@ l2.backward()
             message=message,
             path=ctx.path,
             range=ctx.range_of(anchor),
-            fails_under=(Semantics.STRICT,),
+            fails_under=self.fails_under(hazard),
             related=(
                 Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
                         f"`{hazard.value}` is shared by both losses"),
