@@ -21,6 +21,10 @@ from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.settings import Settings
 
 
+# The start of the error for a file that hit the recursion limit.
+TOO_DEEP = "too deeply nested"
+
+
 def lint_source(source: str, path: str, settings: Settings, precheck: bool = True) -> FileResult:
     """Lint one file's text. With `precheck`, a file that textually cannot
     hold a hazard is not parsed by libcst at all (`FileResult.skipped`)."""
@@ -33,11 +37,11 @@ def lint_source(source: str, path: str, settings: Settings, precheck: bool = Tru
             return FileResult(path)
         return FileResult(path, diagnostics=(ParseError.from_syntax_error(exc, path),))
     except RecursionError:
-        return FileResult(path, errors=(FileError(path, "too deeply nested for the parser"),))
+        return FileResult(path, errors=(FileError(path, f"{TOO_DEEP} for the parser"),))
     try:
         diagnostics = _check(module, source, path, settings)
     except RecursionError:
-        return FileResult(path, errors=(FileError(path, "too deeply nested to analyse"),))
+        return FileResult(path, errors=(FileError(path, f"{TOO_DEEP} to analyse"),))
     return FileResult(path, diagnostics=diagnostics)
 
 

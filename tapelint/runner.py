@@ -31,6 +31,7 @@ from typing import Callable, Optional, Sequence
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.document import lint_document
 from tapelint.files import SourceError, read_source
+from tapelint.lint import TOO_DEEP
 from tapelint.settings import Settings
 
 # Measured: 512 MiB of stack holds recursion 50,000 Python frames deep even
@@ -152,14 +153,20 @@ class _DeepStackThread:
     _lock = threading.Lock()
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self.tasks: queue.SimpleQueue = queue.SimpleQueue()
+
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked child: the parent's thread (and perhaps a held lock)
+        did not come along."""
+        cls._current = None
+        cls._lock = threading.Lock()
 
     @classmethod
     def get(cls) -> Optional[_DeepStackThread]:
         with cls._lock:
             current = cls._current
-            if current is None or current.pid != os.getpid():  # a forked child has no such thread
+            if current is None:
                 current = cls._current = cls()
                 previous_stack = threading.stack_size(_STACK_BYTES)
                 try:
@@ -183,7 +190,7 @@ class _DeepStackThread:
             sys.setrecursionlimit(previous_limit)
         if not box:
             return _crash(path, "the lint thread ended without a result")
-        if any("deeply nested" in error.message for error in box[0].result.errors):
+        if any(error.message.startswith(TOO_DEEP) for error in box[0].result.errors):
             self.retire()
         return box[0]
 
@@ -205,6 +212,10 @@ class _DeepStackThread:
                 box.append(_crash(path, f"{type(exc).__name__}: {exc}"))
             finally:
                 done.set()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_DeepStackThread.forget)
 
 
 # --- worker processes ---------------------------------------------------------

@@ -4,10 +4,11 @@ workers take the files in, and no syntax tree outliving its file."""
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 
 from tapelint.lint import lint_source
-from tapelint.runner import lint_files
+from tapelint.runner import lint_files, lint_one
 from tapelint.settings import Settings
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -21,7 +22,15 @@ def test_results_come_back_in_the_given_order(tmp_path: Path) -> None:
         path = tmp_path / f"f{index:02}.py"
         path.write_text(HAZARD + "x = 1\n" * (index * 37 % 11) * 50)
         paths.append(str(path))
-    run = lint_files(paths, Settings(), jobs=2)
+    # This process's deep-stack thread exists before the workers fork: each
+    # forked worker must start its own (the parent's does not come along).
+    assert [d.code for d in lint_one(paths[0], Settings()).result.diagnostics] == ["TL001"]
+    box: list = []
+    thread = threading.Thread(target=lambda: box.append(lint_files(paths, Settings(), jobs=2)), daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    assert box, "the workers hung (a forked worker waiting on its parent's lint thread?)"
+    [run] = box
     assert [r.path for r in run.results] == paths
     assert all([d.code for d in r.diagnostics] == ["TL001"] for r in run.results)
 
