@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tapelint.cli import main
-from tapelint.config import Config, ConfigError, Overrides, Resolver, Selection, enabled_codes, parse_selector
+from tapelint.config import Config, Overrides, Resolver, Selection, enabled_codes, parse_selector
 from tapelint.diagnostics import Semantics
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
