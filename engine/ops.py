@@ -240,22 +240,22 @@ MEAN = Op("Mean", lambda a, dims, keepdim: np.asarray(np.mean(a, axis=dims, keep
                                                       dtype=a.dtype),
           lambda c, g: (_grow(g, c.shapes[0], c.attrs["dims"], c.attrs["keepdim"])
                         / _count(c.shapes[0], c.attrs["dims"]),))
-VAR = Op(
-    "Var",
-    lambda a, dims, keepdim, correction: np.asarray(
-        np.var(a, axis=dims, keepdims=keepdim, ddof=correction), dtype=a.dtype),
-    lambda c, g: (_grow(g, c.shapes[0], c.attrs["dims"], c.attrs["keepdim"])
-                  * (c.saved[0] - mean(c.saved[0], c.attrs["dims"], keepdim=True))
-                  * (2.0 / (_count(c.shapes[0], c.attrs["dims"]) - c.attrs["correction"])),),
-    (0,))
+def _var_forward(a: np.ndarray, dims: Any, keepdim: bool, correction: int) -> np.ndarray:
+    return np.asarray(np.var(a, axis=dims, keepdims=keepdim, ddof=correction), dtype=a.dtype)
+
+
+def _var_backward(c: Any, g: Tensor) -> Tensor:
+    """The input's gradient given `g`, the gradient of its variance."""
+    return (_grow(g, c.shapes[0], c.attrs["dims"], c.attrs["keepdim"])
+            * (c.saved[0] - mean(c.saved[0], c.attrs["dims"], keepdim=True))
+            * (2.0 / (_count(c.shapes[0], c.attrs["dims"]) - c.attrs["correction"])))
+
+
+VAR = Op("Var", _var_forward, lambda c, g: (_var_backward(c, g),), (0,))
 STD = Op(  # its own op, as in PyTorch: a zero deviation gets a zero gradient, not 0/0
     "Std",
-    lambda a, dims, keepdim, correction: np.asarray(
-        np.sqrt(np.var(a, axis=dims, keepdims=keepdim, ddof=correction)), dtype=a.dtype),
-    lambda c, g: (_grow(g / where(c.saved["out"].detach() == 0, 1.0, c.saved["out"]), c.shapes[0],
-                        c.attrs["dims"], c.attrs["keepdim"])
-                  * (c.saved[0] - mean(c.saved[0], c.attrs["dims"], keepdim=True))
-                  * (1.0 / (_count(c.shapes[0], c.attrs["dims"]) - c.attrs["correction"])),),
+    lambda a, **attrs: np.sqrt(_var_forward(a, **attrs)),
+    lambda c, g: (_var_backward(c, g / (where(c.saved["out"].detach() == 0, 1.0, c.saved["out"]) * 2)),),
     (0, "out"))
 NORM = Op(
     "Norm",

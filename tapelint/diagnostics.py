@@ -9,6 +9,7 @@ the fixes that apply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -49,6 +50,15 @@ class Safety(str, Enum):
     UNSAFE = "unsafe"
     # Shown to the user as an explained alternative, never applied by --fix.
     DISPLAY_ONLY = "display-only"
+
+
+# libcst (like LSP) ends a line at LF, CRLF or CR only, unlike str.splitlines.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(source: str) -> list[str]:
+    """`source`'s lines as positions count them."""
+    return _LINE_BREAK.split(source)
 
 
 @dataclass(frozen=True, order=True)

@@ -232,7 +232,6 @@ class ModuleAnalysis:
             node.parents.clear()
         for ref in self.function_refs.values():
             ref.closure = None
-        self.__dict__.clear()
 
     def results(self) -> list[Hazard]:
         """Every hazard found. A running total that TL003 reports is not

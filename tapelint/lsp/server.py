@@ -19,10 +19,9 @@ from pygls.lsp.server import LanguageServer
 
 from tapelint import __version__
 from tapelint.config import ConfigError, Resolver
-from tapelint.diagnostics import Diagnostic, FileResult
+from tapelint.diagnostics import Diagnostic, FileResult, split_lines
 from tapelint.lint import lint_source
 from tapelint.lsp.convert import DocumentText, contains, overlaps, quick_fixes, to_lsp_diagnostic
-from tapelint.reporters.lsp import split_lines
 from tapelint.rules import BY_CODE
 
 DEBOUNCE_SECONDS = 0.3

@@ -36,18 +36,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from tapelint.diagnostics import Diagnostic, FileError, Fix, Position, Range, Safety, Severity
+from tapelint.diagnostics import Diagnostic, FileError, Fix, Position, Range, Safety, Severity, split_lines
 from tapelint.reporters.base import Report, ReportOptions
 
 SOURCE = "tapelint"
 ERROR, WARNING = 1, 2  # LSP DiagnosticSeverity
 _SEVERITIES = {Severity.ERROR: ERROR, Severity.WARNING: WARNING}
-# LSP (like libcst) ends a line at LF, CRLF or CR only, unlike str.splitlines.
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def report(report: Report, out: TextIO, options: ReportOptions) -> None:
@@ -70,10 +67,6 @@ def path_to_uri(path: str) -> str:
     """A `file:` URI for a path as given (absolute, not symlink-resolved:
     editors name a file by the path it was opened under)."""
     return Path(os.path.abspath(path)).as_uri()
-
-
-def split_lines(source: str) -> list[str]:
-    return _LINE_BREAK.split(source)
 
 
 def to_lsp_diagnostic(

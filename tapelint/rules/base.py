@@ -5,7 +5,6 @@ hazards that the analysis found (see `analysis.md`)."""
 from __future__ import annotations
 
 import inspect
-import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
@@ -25,6 +24,7 @@ from tapelint.diagnostics import (
     Safety,
     Semantics,
     Severity,
+    split_lines,
 )
 
 
@@ -60,8 +60,7 @@ class ReportContext:
 
     @cached_property
     def lines(self) -> tuple[str, ...]:
-        """The module's lines, split as libcst counts them (\\n, \\r\\n, \\r)."""
-        return tuple(re.split(r"\r\n|\r|\n", self.module.code))
+        return tuple(split_lines(self.module.code))
 
 
 @dataclass(frozen=True)
@@ -92,12 +91,11 @@ class Rule:
     invalid: ClassVar[tuple[Invalid, ...]] = ()
     valid: ClassVar[tuple[Valid, ...]] = ()
 
-    def check(self, hazards: Iterable[Hazard], ctx: ReportContext,
-              semantics: Optional[Semantics] = None) -> Iterator[Diagnostic]:
-        """Diagnostics for this rule's hazards; with `semantics`, only those
-        that fail under it (the others cost no positions)."""
+    def check(self, hazards: Iterable[Hazard], ctx: ReportContext, semantics: Semantics) -> Iterator[Diagnostic]:
+        """Diagnostics for this rule's hazards that fail under `semantics`
+        (the others cost no positions)."""
         for hazard in hazards:
-            if hazard.kind in self.hazard_kinds and (semantics is None or semantics in self.fails_under(hazard)):
+            if hazard.kind in self.hazard_kinds and semantics in self.fails_under(hazard):
                 yield self.report(hazard, ctx)
 
     def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
@@ -107,6 +105,21 @@ class Rule:
 
     def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
         raise NotImplementedError
+
+    def diagnostic(self, hazard: Hazard, ctx: ReportContext, anchor: cst.CSTNode, message: str,
+                   related: tuple[Related, ...] = (), fixes: tuple[Fix, ...] = ()) -> Diagnostic:
+        """This rule's diagnostic for `hazard`, pointing at `anchor`."""
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=self.severity,
+            message=message,
+            path=ctx.path,
+            range=ctx.range_of(anchor),
+            fails_under=self.fails_under(hazard),
+            related=related,
+            fixes=fixes,
+        )
 
     @classmethod
     def documentation(cls) -> str:
@@ -250,7 +263,7 @@ def _callee_name(call: cst.Call) -> str:
 # The visitors below live at module level and keep their state on the
 # instance: a class defined inside a function is a reference cycle, and its
 # methods' closures would keep the module's tree alive until the next full
-# garbage collection (tests/test_runner.py checks that linting leaves none).
+# garbage collection (tests/test_parallel_runner.py checks that linting leaves none).
 
 
 class _NameCollector(cst.CSTVisitor):

@@ -129,14 +129,11 @@ for step in range(3):
             f"{when}. Detach it if it needs no gradient, or compute it inside {inside}."
             + semantics_note(hazard)
         )
-        return Diagnostic(
-            code=self.code,
-            name=self.name,
-            severity=self.severity,
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=hazard.definition,
             message=message,
-            path=ctx.path,
-            range=ctx.range_of(hazard.definition),
-            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=self._fixes(hazard, ctx),
         )

@@ -95,14 +95,11 @@ l2.backward()
             f"the one at line {fails}; the first frees it, so the second fails. Add the losses and backward "
             f"once, or detach `{name}` on the branch that must not reach it." + semantics_note(hazard)
         )
-        return Diagnostic(
-            code=self.code,
-            name=self.name,
-            severity=self.severity,
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=hazard.fails_at.call,
             message=message,
-            path=ctx.path,
-            range=ctx.range_of(hazard.fails_at.call),
-            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=(
                 fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once",

@@ -140,14 +140,11 @@ total.backward()
                 f"memory grows until it runs out. Accumulate `{value}.item()`, or run the loop under "
                 f"`torch.no_grad()`."
             )
-        return Diagnostic(
-            code=self.code,
-            name=self.name,
-            severity=self.severity,
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=hazard.accumulator,
             message=message,
-            path=ctx.path,
-            range=ctx.range_of(hazard.accumulator),
-            fails_under=self.fails_under(hazard),
             related=(
                 Related(Role.ACCUMULATOR, ctx.path, ctx.range_of(hazard.accumulator_target),
                         f"`{total}` keeps every iteration's graph"),

@@ -104,14 +104,11 @@ for step in range(3):
                 f"walking it again at line {fails} fails. Remove the second backward, or pass "
                 f"retain_graph=True to the first if the repetition is intended."
             )
-        return Diagnostic(
-            code=self.code,
-            name=self.name,
-            severity=self.severity,
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=hazard.fails_at.call,
             message=message + semantics_note(hazard),
-            path=ctx.path,
-            range=ctx.range_of(hazard.fails_at.call),
-            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=self._fixes(hazard, ctx),
         )

@@ -113,14 +113,11 @@ for step in range(3):
             f"backward walks into it again through `{name}` and fails. Detach it where it is carried "
             f"(`{name} = {name}.detach()`), as truncated BPTT does." + semantics_note(hazard)
         )
-        return Diagnostic(
-            code=self.code,
-            name=self.name,
-            severity=self.severity,
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=anchor,
             message=message,
-            path=ctx.path,
-            range=ctx.range_of(anchor),
-            fails_under=self.fails_under(hazard),
             related=reuse_related(hazard, ctx),
             fixes=(
                 fix_of(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` at the start of each iteration",

@@ -90,14 +90,11 @@ l2.backward()
             f"so there the second backward fails."
         )
         anchor = hazard.retain_arg if hazard.retain_arg is not None else hazard.first_backward.call
-        return Diagnostic(
-            code=self.code,
-            name=self.name,
-            severity=self.severity,
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=anchor,
             message=message,
-            path=ctx.path,
-            range=ctx.range_of(anchor),
-            fails_under=self.fails_under(hazard),
             related=(
                 Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
                         f"`{hazard.value}` is shared by both losses"),
