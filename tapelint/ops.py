@@ -1,6 +1,6 @@
 """Which operations save tensors for backward (PyTorch 2.13, measured).
 
-Source: `shared/reference/torch/torch-saved-ops.json` (202 op cases). Under
+Source: `reference/torch/torch-saved-ops.json` (202 op cases). Under
 torch semantics a second walk through a node fails iff the node saved a
 tensor, so this table decides `fails_under`. `tests/test_ops_table.py` checks
 every entry against that file, and against real PyTorch when it is installed.

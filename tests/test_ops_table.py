@@ -2,8 +2,8 @@
 
 Two checks:
 
-1. Against `shared/reference/torch/torch-saved-ops.json` (202 measured cases;
-   found as `<repo root>/../shared`, where CI puts a copy beside its clone):
+1. Against `reference/torch/torch-saved-ops.json` (202 measured cases, kept in
+   the repository; see `torch_reference.py`):
    every Python spelling of a case (`api`: `torch.exp`, `Tensor.exp`, `F.relu`,
    `nn.Linear`, `*`, ...) maps to a table entry whose NOTHING / TENSORS verdict
    matches the case's measured `second_backward_fails`.
@@ -29,17 +29,11 @@ surviving configurations, accepted only for these cases:
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from torch_reference import saved_op_cases
 
 from tapelint import ops
 from tapelint.ops import Saves
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
-SAVED_OPS = SHARED / "reference" / "torch" / "torch-saved-ops.json"
 
 # Cases whose op survives a second backward in the measured configuration but
 # saves tensors in others: the table must say TENSORS (see module docstring).
@@ -109,20 +103,9 @@ def classify(api: str):
     return ("saves", ops.function_saves(name))
 
 
-def _load_cases():
-    if not SAVED_OPS.is_file():
-        return None
-    data = json.loads(SAVED_OPS.read_text(encoding="utf-8"))
-    return {k: v for k, v in data.items() if not k.startswith("__")}
+CASES = saved_op_cases()
 
 
-CASES = _load_cases()
-needs_reference = pytest.mark.skipif(
-    CASES is None, reason=f"measured op reference not found at {SAVED_OPS} (expected shared/ beside the repo)"
-)
-
-
-@needs_reference
 def test_reference_is_complete():
     assert len(CASES) >= 200
     for key, case in CASES.items():
@@ -131,12 +114,7 @@ def test_reference_is_complete():
         assert case["api"], key
 
 
-def _case_ids():
-    return sorted(CASES) if CASES else []
-
-
-@needs_reference
-@pytest.mark.parametrize("key", _case_ids())
+@pytest.mark.parametrize("key", sorted(CASES))
 def test_table_matches_measured_case(key):
     case = CASES[key]
     fails = case["second_backward_fails"]
