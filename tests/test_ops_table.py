@@ -7,14 +7,18 @@ Two checks:
    every Python spelling of a case (`api`: `torch.exp`, `Tensor.exp`, `F.relu`,
    `nn.Linear`, `*`, ...) maps to a table entry whose NOTHING / TENSORS verdict
    matches the case's measured `second_backward_fails`.
-2. Against real PyTorch (skipped without torch): every NOTHING entry of
-   FUNCTIONS, OPERATORS and MODULES, and a broad sample of TENSORS entries, is
-   built as a tiny graph; a second backward must fail iff the entry says TENSORS.
+2. Against real PyTorch: every entry of FUNCTIONS (but `cuda`: no GPU),
+   OPERATORS and MODULES is built as a tiny graph; a second backward must fail
+   iff the entry says TENSORS. Module entries are constructor spellings, read
+   through `tapelint.literals` as the analysis reads them, so the conditional
+   entries (`MODULE_CONDITIONS`: `nn.Upsample()` modes, `nn.AdaptiveAvgPool2d(1)`,
+   `nn.Dropout(0.0)`) are checked in both configurations.
 
 Conditional ops. Some calls save tensors in one configuration and nothing in
-another. The table keys on the name only, so it must give the conservative
-answer, TENSORS (a false "nothing" would hide a real failure). Measured
-surviving configurations, accepted only for these cases:
+another. Looked up by name only (functions always; modules whose constructor
+arguments are not known), the table must give the conservative answer,
+TENSORS (a false "nothing" would hide a real failure). Measured surviving
+configurations, accepted only for these cases:
 
 * `F.dropout` / `nn.Dropout` in eval or with p=0: no node at all (identity);
 * `F.linear` / `nn.Linear` when only the bias requires grad (addmm leaves
@@ -29,10 +33,15 @@ surviving configurations, accepted only for these cases:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import libcst as cst
 import pytest
 from torch_reference import saved_op_cases
 
 from tapelint import ops
+from tapelint.literals import call_arguments
 from tapelint.ops import Saves
 
 # Cases whose op survives a second backward in the measured configuration but
@@ -289,6 +298,18 @@ def _builders(torch, F, nn):
         "cosine_embedding_loss": lambda x, w: F.cosine_embedding_loss(x, w, torch.ones(2)),
         "triplet_margin_loss": lambda x, w: F.triplet_margin_loss(x, w, w.flip(0)),
         "gaussian_nll_loss": lambda x, w: F.gaussian_nll_loss(x, w.detach(), torch.ones(2, 3)),
+        "conv3d": lambda x, w: F.conv3d(x.reshape(1, 1, 1, 2, 3), w.reshape(1, 1, 1, 2, 3)[..., :2]),
+        "conv_transpose2d": lambda x, w: F.conv_transpose2d(x[None, None], w[None, None, :, :2]),
+        "max_pool3d": lambda x, w: F.max_pool3d(x.reshape(1, 1, 1, 2, 3), (1, 2, 2)),
+        "avg_pool3d": lambda x, w: F.avg_pool3d(x.reshape(1, 1, 1, 2, 3), (1, 2, 2)),
+        "adaptive_avg_pool3d": lambda x, w: F.adaptive_avg_pool3d(x.reshape(1, 1, 1, 2, 3), (1, 1, 2)),
+        # x itself as the (T=2, N=1, C=3) log-probabilities: no log_softmax node in between
+        "ctc_loss": lambda x, w: F.ctc_loss(x[:, None, :], torch.tensor([[1]]), (2,), (1,)),
+        "embedding_bag": lambda x, w: F.embedding_bag(torch.tensor([0, 1, 1]), x, torch.tensor([0, 2])),
+        # one head over embed_dim 3: projections cut from w by cat and slicing (which save nothing)
+        "multi_head_attention_forward": lambda x, w: F.multi_head_attention_forward(
+            x[:, None, :], x[:, None, :], x[:, None, :], 3, 1, torch.cat([w] * 5)[:9], None, None, None, False,
+            0.0, torch.cat([w, w])[:3], None, training=True)[0],
     }
 
 
@@ -310,36 +331,27 @@ def _second_backward_fails(torch, build):
     return False
 
 
-def test_builders_cover_every_nothing_entry():
+# `x.cuda()` copies like `x.to(...)` (ToCopy, nothing saved); no GPU here to show it.
+UNBUILDABLE = {"cuda": "needs a GPU"}
+
+
+def test_every_function_entry_has_a_builder():
     torch = pytest.importorskip("torch")
     import torch.nn as nn
     import torch.nn.functional as F
 
     builders = _builders(torch, F, nn)
-    nothing = {n for n, s in ops.FUNCTIONS.items() if s is Saves.NOTHING} - {"cuda"}  # no GPU here
-    assert nothing <= builders.keys(), sorted(nothing - builders.keys())
-    tensors = [n for n in builders if ops.FUNCTIONS.get(n) is Saves.TENSORS]
-    assert len(tensors) >= 100, "sample of TENSORS entries too small"
-    stray = [n for n in builders if n not in ops.FUNCTIONS]
-    assert not stray, f"builders for names the table does not know: {stray}"
-
-
-def _function_names():
-    return sorted(n for n in ops.FUNCTIONS if n != "cuda")
+    assert builders.keys() == ops.FUNCTIONS.keys() - UNBUILDABLE.keys()
 
 
 @pytest.mark.filterwarnings("ignore:`nn.functional.upsample` is deprecated")
-@pytest.mark.parametrize("name", _function_names())
+@pytest.mark.parametrize("name", sorted(ops.FUNCTIONS.keys() - UNBUILDABLE.keys()))
 def test_function_entry_matches_real_torch(name):
     torch = pytest.importorskip("torch")
     import torch.nn as nn
     import torch.nn.functional as F
 
-    builders = _builders(torch, F, nn)
-    if name not in builders:
-        assert ops.FUNCTIONS[name] is Saves.TENSORS  # only TENSORS entries may go unsampled
-        pytest.skip(f"{name}: no tiny builder (TENSORS, not sampled)")
-    fails = _second_backward_fails(torch, builders[name])
+    fails = _second_backward_fails(torch, _builders(torch, F, nn)[name])
     want = ops.FUNCTIONS[name] is Saves.TENSORS
     assert fails == want, f"{name}: table says {ops.FUNCTIONS[name].value}, but a second backward {'fails' if fails else 'succeeds'}"
 
@@ -373,80 +385,189 @@ def test_unary_operator_entry_matches_real_torch(symbol):
     assert _second_backward_fails(torch, build) == (ops.UNARY_OPERATORS[symbol] is Saves.TENSORS)
 
 
-def _module_cases(torch, nn):
-    """class name -> () -> (module, input, extra call args, whether the input requires grad).
+@dataclass(frozen=True)
+class ModuleCase:
+    """One module configuration: its constructor as source text (evaluated
+    with `nn` in scope, and parsed the way the analysis parses it), the call's
+    arguments, and whether the first argument requires grad (parameter-free
+    modules get a tracked input; parametric ones an untracked input, their
+    parameters make the output tracked)."""
 
-    Parametric modules get an untracked input (their parameters make the output
-    tracked); parameter-free ones get a tracked input.
-    """
-    r = torch.rand
-    return {
-        "Identity": lambda: (nn.Identity(), r(2, 3), (), True),
-        "Flatten": lambda: (nn.Flatten(), r(2, 3, 1), (), True),
-        "Unflatten": lambda: (nn.Unflatten(1, (3, 1)), r(2, 3), (), True),
-        "ZeroPad2d": lambda: (nn.ZeroPad2d(1), r(1, 2, 3), (), True),
-        "ConstantPad1d": lambda: (nn.ConstantPad1d(1, 0.5), r(2, 3), (), True),
-        "ConstantPad2d": lambda: (nn.ConstantPad2d(1, 0.5), r(1, 2, 3), (), True),
-        "Linear": lambda: (nn.Linear(3, 2), r(2, 3), (), False),
-        "Bilinear": lambda: (nn.Bilinear(3, 3, 2), r(2, 3), (r(2, 3),), False),
-        "Conv1d": lambda: (nn.Conv1d(2, 2, 2), r(1, 2, 3), (), False),
-        "Conv2d": lambda: (nn.Conv2d(1, 1, 2), r(1, 1, 3, 3), (), False),
-        "RNN": lambda: (nn.RNN(3, 2), r(2, 1, 3), (), False),
-        "GRU": lambda: (nn.GRU(3, 2), r(2, 1, 3), (), False),
-        "LSTM": lambda: (nn.LSTM(3, 2), r(2, 1, 3), (), False),
-        "RNNCell": lambda: (nn.RNNCell(3, 2), r(2, 3), (), False),
-        "GRUCell": lambda: (nn.GRUCell(3, 2), r(2, 3), (), False),
-        "LSTMCell": lambda: (nn.LSTMCell(3, 2), r(2, 3), (), False),
-        "Embedding": lambda: (nn.Embedding(4, 2), torch.tensor([0, 3]), (), False),
-        "LayerNorm": lambda: (nn.LayerNorm(3), r(2, 3), (), False),
-        "GroupNorm": lambda: (nn.GroupNorm(1, 2), r(2, 2, 3), (), False),
-        "BatchNorm1d": lambda: (nn.BatchNorm1d(3), r(2, 3), (), False),
-        "PReLU": lambda: (nn.PReLU(), r(2, 3), (), False),
-        "Sequential": lambda: (nn.Sequential(nn.Linear(3, 3), nn.Tanh()), r(2, 3), (), False),
-        "MultiheadAttention": lambda: (nn.MultiheadAttention(4, 2), r(2, 1, 4), (r(2, 1, 4), r(2, 1, 4)), False),
-        "ReLU": lambda: (nn.ReLU(), r(2, 3), (), True),
-        "Tanh": lambda: (nn.Tanh(), r(2, 3), (), True),
-        "Sigmoid": lambda: (nn.Sigmoid(), r(2, 3), (), True),
-        "GELU": lambda: (nn.GELU(), r(2, 3), (), True),
-        "Softmax": lambda: (nn.Softmax(dim=1), r(2, 3), (), True),
-        "LogSoftmax": lambda: (nn.LogSoftmax(dim=1), r(2, 3), (), True),
-        "Dropout": lambda: (nn.Dropout(0.5), r(2, 3), (), True),
-        "MaxPool1d": lambda: (nn.MaxPool1d(2), r(1, 2, 4), (), True),
-        "AvgPool1d": lambda: (nn.AvgPool1d(2), r(1, 2, 4), (), True),
-        "MSELoss": lambda: (nn.MSELoss(), r(2, 3), (r(2, 3),), True),
-        "L1Loss": lambda: (nn.L1Loss(), r(2, 3), (r(2, 3),), True),
-        "CrossEntropyLoss": lambda: (nn.CrossEntropyLoss(), r(2, 3), (torch.tensor([0, 2]),), True),
-        "BCEWithLogitsLoss": lambda: (nn.BCEWithLogitsLoss(), r(2, 3), (r(2, 3),), True),
-    }
+    constructor: str
+    inputs: Callable[[Any], tuple]  # torch -> the call's arguments
+    track: bool
+
+    @property
+    def class_name(self) -> str:
+        return self.constructor.split("(")[0].split(".")[-1]
+
+    def table_saves(self) -> Saves:
+        """What the table says, given the constructor's literal arguments."""
+        call = cst.parse_expression(self.constructor)
+        assert isinstance(call, cst.Call)
+        return ops.module_saves(self.class_name, call_arguments(call))
 
 
-def test_module_builders_cover_every_nothing_entry():
+def _rand(*shape: int) -> Callable[[Any], tuple]:
+    return lambda t: (t.rand(*shape),)
+
+
+def _pair(*shape: int) -> Callable[[Any], tuple]:
+    return lambda t: (t.rand(*shape), t.rand(*shape))
+
+
+def _signs(t) -> Any:
+    return t.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, -1.0]])
+
+
+_UPSAMPLE_SHAPES = {"linear": (1, 1, 3), "trilinear": (1, 1, 2, 2, 2)}
+
+MODULE_CASES = (
+    ModuleCase("nn.Identity()", _rand(2, 3), True),
+    ModuleCase("nn.Flatten()", _rand(2, 3, 1), True),
+    ModuleCase("nn.Unflatten(1, (3, 1))", _rand(2, 3), True),
+    ModuleCase("nn.ZeroPad2d(1)", _rand(1, 2, 3), True),
+    ModuleCase("nn.ConstantPad1d(1, 0.5)", _rand(2, 3), True),
+    ModuleCase("nn.ConstantPad2d(1, 0.5)", _rand(1, 2, 3), True),
+    # parametric
+    ModuleCase("nn.Linear(3, 2)", _rand(2, 3), False),
+    ModuleCase("nn.LazyLinear(2)", _rand(2, 3), False),
+    ModuleCase("nn.Bilinear(3, 3, 2)", _pair(2, 3), False),
+    ModuleCase("nn.Conv1d(2, 2, 2)", _rand(1, 2, 3), False),
+    ModuleCase("nn.Conv2d(1, 1, 2)", _rand(1, 1, 3, 3), False),
+    ModuleCase("nn.Conv3d(1, 1, 2)", _rand(1, 1, 3, 3, 3), False),
+    ModuleCase("nn.LazyConv2d(1, 2)", _rand(1, 1, 3, 3), False),
+    ModuleCase("nn.ConvTranspose1d(2, 2, 2)", _rand(1, 2, 3), False),
+    ModuleCase("nn.ConvTranspose2d(1, 1, 2)", _rand(1, 1, 3, 3), False),
+    ModuleCase("nn.ConvTranspose3d(1, 1, 2)", _rand(1, 1, 2, 2, 2), False),
+    ModuleCase("nn.RNN(3, 2)", _rand(2, 1, 3), False),
+    ModuleCase("nn.GRU(3, 2)", _rand(2, 1, 3), False),
+    ModuleCase("nn.LSTM(3, 2)", _rand(2, 1, 3), False),
+    ModuleCase("nn.RNNCell(3, 2)", _rand(2, 3), False),
+    ModuleCase("nn.GRUCell(3, 2)", _rand(2, 3), False),
+    ModuleCase("nn.LSTMCell(3, 2)", _rand(2, 3), False),
+    ModuleCase("nn.Embedding(4, 2)", lambda t: (t.tensor([0, 3]),), False),
+    ModuleCase("nn.EmbeddingBag(4, 2)", lambda t: (t.tensor([0, 1, 3]), t.tensor([0, 1])), False),
+    ModuleCase("nn.LayerNorm(3)", _rand(2, 3), False),
+    ModuleCase("nn.GroupNorm(1, 2)", _rand(2, 2, 3), False),
+    ModuleCase("nn.RMSNorm(3)", _rand(2, 3), False),
+    ModuleCase("nn.BatchNorm1d(3)", _rand(2, 3), False),
+    ModuleCase("nn.BatchNorm2d(2)", _rand(2, 2, 2, 2), False),
+    ModuleCase("nn.BatchNorm3d(2)", _rand(2, 2, 2, 2, 2), False),
+    ModuleCase("nn.PReLU()", _rand(2, 3), False),
+    ModuleCase("nn.Sequential(nn.Linear(3, 3), nn.Tanh())", _rand(2, 3), False),
+    ModuleCase("nn.MultiheadAttention(4, 2)", lambda t: (t.rand(2, 1, 4), t.rand(2, 1, 4), t.rand(2, 1, 4)), False),
+    ModuleCase("nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8)",
+               _pair(2, 1, 4), False),
+    ModuleCase("nn.TransformerEncoderLayer(4, 2, 8)", _rand(2, 1, 4), False),
+    ModuleCase("nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 1)", _rand(2, 1, 4), False),
+    ModuleCase("nn.TransformerDecoderLayer(4, 2, 8)", _pair(2, 1, 4), False),
+    ModuleCase("nn.TransformerDecoder(nn.TransformerDecoderLayer(4, 2, 8), 1)", _pair(2, 1, 4), False),
+    # parameter-free: activations
+    *(ModuleCase(f"nn.{name}()", _rand(2, 3), True) for name in (
+        "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU", "Softplus", "Tanh",
+        "Sigmoid", "Hardtanh", "Hardswish", "Hardsigmoid", "LogSigmoid")),
+    ModuleCase("nn.Softmax(dim=1)", _rand(2, 3), True),
+    ModuleCase("nn.LogSoftmax(dim=1)", _rand(2, 3), True),
+    ModuleCase("nn.Softmin(dim=1)", _rand(2, 3), True),
+    ModuleCase("nn.InstanceNorm1d(2)", _rand(2, 2, 3), True),
+    ModuleCase("nn.InstanceNorm2d(2)", _rand(1, 2, 2, 2), True),
+    # dropout: the mask is saved, unless p=0 makes it the identity
+    ModuleCase("nn.Dropout()", _rand(2, 3), True),
+    ModuleCase("nn.Dropout(1.0)", _rand(2, 3), True),
+    ModuleCase("nn.Dropout(0.0)", _rand(2, 3), True),
+    ModuleCase("nn.Dropout(p=0)", _rand(2, 3), True),
+    ModuleCase("nn.Dropout1d(0.5)", _rand(1, 2, 3), True),
+    ModuleCase("nn.Dropout1d(0.0)", _rand(1, 2, 3), True),
+    ModuleCase("nn.Dropout2d()", _rand(1, 2, 3, 3), True),
+    ModuleCase("nn.Dropout2d(p=0.0)", _rand(1, 2, 3, 3), True),
+    ModuleCase("nn.Dropout3d()", _rand(1, 2, 2, 2, 2), True),
+    ModuleCase("nn.Dropout3d(0.0)", _rand(1, 2, 2, 2, 2), True),
+    ModuleCase("nn.AlphaDropout(0.5)", _rand(2, 3), True),
+    ModuleCase("nn.AlphaDropout(0.0)", _rand(2, 3), True),
+    # pooling
+    ModuleCase("nn.MaxPool1d(2)", _rand(1, 2, 4), True),
+    ModuleCase("nn.MaxPool2d(2)", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.MaxPool3d(2)", _rand(1, 1, 2, 2, 2), True),
+    ModuleCase("nn.AvgPool1d(2)", _rand(1, 2, 4), True),
+    ModuleCase("nn.AvgPool2d(2)", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.AvgPool3d(2)", _rand(1, 1, 2, 2, 2), True),
+    ModuleCase("nn.AdaptiveMaxPool2d(1)", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool1d(2)", _rand(1, 2, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool1d(1)", _rand(1, 2, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool2d(2)", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool2d((1, 2))", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool2d((None, 1))", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool2d(1)", _rand(1, 1, 4, 4), True),
+    ModuleCase("nn.AdaptiveAvgPool2d(output_size=(1, 1))", _rand(1, 1, 4, 4), True),
+    # upsampling: interpolation keeps only sizes, except mode="area" (adaptive average pooling)
+    ModuleCase("nn.Upsample(scale_factor=2)", _rand(1, 1, 2, 3), True),
+    ModuleCase("nn.Upsample(None, 2, 'area')", _rand(1, 1, 2, 3), True),
+    *(ModuleCase(f"nn.Upsample(scale_factor=2, mode={mode!r})", _rand(*_UPSAMPLE_SHAPES.get(mode, (1, 1, 2, 3))),
+                 True)
+      for mode in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")),
+    # distances and losses
+    ModuleCase("nn.CosineSimilarity()", _pair(2, 3), True),
+    ModuleCase("nn.PairwiseDistance()", _pair(2, 3), True),
+    ModuleCase("nn.MSELoss()", _pair(2, 3), True),
+    ModuleCase("nn.L1Loss()", _pair(2, 3), True),
+    ModuleCase("nn.SmoothL1Loss()", _pair(2, 3), True),
+    ModuleCase("nn.HuberLoss()", _pair(2, 3), True),
+    ModuleCase("nn.CrossEntropyLoss()", lambda t: (t.rand(2, 3), t.tensor([0, 2])), True),
+    ModuleCase("nn.NLLLoss()", lambda t: (t.rand(2, 3), t.tensor([0, 2])), True),
+    ModuleCase("nn.BCELoss()", lambda t: (t.rand(2, 3) * 0.8 + 0.1, t.rand(2, 3)), True),
+    ModuleCase("nn.BCEWithLogitsLoss()", _pair(2, 3), True),
+    ModuleCase("nn.KLDivLoss(reduction='batchmean')", _pair(2, 3), True),
+    ModuleCase("nn.PoissonNLLLoss()", _pair(2, 3), True),
+    ModuleCase("nn.GaussianNLLLoss()", lambda t: (t.rand(2, 3), t.rand(2, 3), t.ones(2, 3)), True),
+    ModuleCase("nn.CosineEmbeddingLoss()", lambda t: (t.rand(2, 3), t.rand(2, 3), t.ones(2)), True),
+    ModuleCase("nn.MarginRankingLoss()", lambda t: (t.rand(2, 3), t.rand(2, 3), t.ones(2, 3)), True),
+    ModuleCase("nn.TripletMarginLoss()", lambda t: (t.rand(2, 3), t.rand(2, 3), t.rand(2, 3)), True),
+    ModuleCase("nn.HingeEmbeddingLoss()", lambda t: (t.rand(2, 3), _signs(t)), True),
+    ModuleCase("nn.SoftMarginLoss()", lambda t: (t.rand(2, 3), _signs(t)), True),
+    # (T=5, N=1, C=3) log-probabilities as the leaf itself; one target of length 2
+    ModuleCase("nn.CTCLoss()", lambda t: (t.rand(5, 1, 3).log_softmax(2), t.tensor([[1, 2]]), t.tensor([5]),
+                                          t.tensor([2])), True),
+)
+
+
+def test_every_module_entry_has_a_case():
+    assert {case.class_name for case in MODULE_CASES} == ops.MODULES.keys()
+
+
+@pytest.mark.parametrize("cls", sorted(ops.MODULE_CONDITIONS))
+def test_every_condition_is_shown_both_ways(cls):
+    """Each conditional entry has a case that saves nothing and one that saves."""
+    verdicts = {case.table_saves() for case in MODULE_CASES if case.class_name == cls}
+    assert verdicts == {Saves.NOTHING, Saves.TENSORS}
+
+
+@pytest.mark.parametrize("cls", sorted(ops.MODULE_CONTAINERS))
+def test_containers_are_not_callable(cls):
+    """Why ModuleList and ModuleDict have no MODULES entry: they have no forward."""
     torch = pytest.importorskip("torch")
-    import torch.nn as nn
-
-    cases = _module_cases(torch, nn)
-    nothing = {n for n, s in ops.MODULES.items() if s is Saves.NOTHING}
-    assert nothing <= cases.keys(), sorted(nothing - cases.keys())
-    assert all(n in ops.MODULES for n in cases), [n for n in cases if n not in ops.MODULES]
+    with pytest.raises(NotImplementedError, match="forward"):
+        getattr(torch.nn, cls)()(torch.ones(1))
+    assert cls in ops.PARAMETRIC_MODULES and ops.module_saves(cls) is Saves.UNKNOWN
 
 
-@pytest.mark.parametrize("cls", sorted(ops.MODULES))
-def test_module_entry_matches_real_torch(cls):
-    torch = pytest.importorskip("torch")
-    import torch.nn as nn
-
-    cases = _module_cases(torch, nn)
-    if cls not in cases:
-        assert ops.MODULES[cls] is Saves.TENSORS  # only TENSORS entries may go unsampled
-        pytest.skip(f"nn.{cls}: no tiny builder (TENSORS, not sampled)")
+def _module_output(torch, case: ModuleCase) -> Any:
     torch.manual_seed(0)
-    module, inp, extra, track = cases[cls]()
+    module = eval(case.constructor, {"nn": torch.nn})  # noqa: S307 - our own constructor text
     module.train()
-    if track:
-        inp = inp.requires_grad_(True)
-    out = module(inp, *extra)
-    first = out if isinstance(out, torch.Tensor) else out[0]  # RNNs and attention return tuples
-    assert first.requires_grad, f"nn.{cls}: output not tracked"
+    args = case.inputs(torch)
+    if case.track:
+        args = (args[0].requires_grad_(True), *args[1:])
+    out = module(*args)
+    return out if isinstance(out, torch.Tensor) else out[0]  # RNNs and attention return tuples
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # lazy modules, nested-tensor fast path notes
+@pytest.mark.parametrize("case", MODULE_CASES, ids=[case.constructor for case in MODULE_CASES])
+def test_module_entry_matches_real_torch(case):
+    torch = pytest.importorskip("torch")
+    first = _module_output(torch, case)
+    assert first.requires_grad, f"{case.constructor}: output not tracked"
     loss = first.sum()
     loss.backward()
     try:
@@ -455,4 +576,44 @@ def test_module_entry_matches_real_torch(cls):
     except RuntimeError as exc:
         assert "Trying to backward through the graph a second time" in str(exc), str(exc)
         fails = True
-    assert fails == (ops.MODULES[cls] is Saves.TENSORS), f"nn.{cls}: table says {ops.MODULES[cls].value}"
+    saves = case.table_saves()
+    assert fails == (saves is Saves.TENSORS), f"{case.constructor}: table says {saves.value}"
+
+
+SHARED_THROUGH_MODULE = """\
+import torch
+import torch.nn as nn
+m = {constructor}
+x = torch.rand(1, 1, 4, 4, requires_grad=True)
+h = m(x)
+l1 = h.sum()
+l2 = (h + 1).sum()
+l1.backward()
+l2.backward()
+"""
+
+
+@pytest.mark.parametrize("constructor", [
+    "nn.Upsample(scale_factor=2)", "nn.Upsample(scale_factor=2, mode='area')", "nn.Upsample(scale_factor=2, mode=MODE)",
+    "nn.AdaptiveAvgPool2d(1)", "nn.AdaptiveAvgPool2d(2)", "nn.Dropout(0.0)", "nn.Dropout()",
+])
+def test_the_analysis_reads_constructor_arguments(constructor):
+    """Under torch semantics the linter reports the shared module output exactly
+    when PyTorch fails on it (with a non-literal argument: conservatively)."""
+    torch = pytest.importorskip("torch")
+    from tapelint.diagnostics import Semantics
+    from tapelint.lint import lint_source
+    from tapelint.settings import Settings
+
+    source = SHARED_THROUGH_MODULE.format(constructor=constructor)
+    reported = [d.code for d in lint_source(source, "m.py", Settings(semantics=Semantics.TORCH)).diagnostics]
+    try:
+        exec(compile(source, "m.py", "exec"), {"MODE": "nearest"})  # noqa: S102 - our own program
+        fails = False
+    except RuntimeError as exc:
+        assert "a second time" in str(exc), str(exc)
+        fails = True
+    if "MODE" in constructor:
+        assert reported == ["TL002"] and not fails  # the value is unknown to the linter: conservative
+    else:
+        assert reported == (["TL002"] if fails else []), f"{constructor}: PyTorch fails={fails}"
