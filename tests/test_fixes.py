@@ -10,7 +10,7 @@ import shutil
 import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ def _codes(path: Path, semantics: str) -> set[str]:
     return {e.code for e in parse_fixture(path).expects if semantics in e.profiles}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fixed(path: Path, semantics: str) -> tuple[str, int, tuple]:
     source = path.read_text()
     text, count, result = fix_source(source, path.name, _settings(semantics))

@@ -38,11 +38,11 @@ from typing import Any, Callable
 
 import libcst as cst
 import pytest
-from torch_reference import saved_op_cases
 
 from tapelint import ops
 from tapelint.literals import call_arguments
 from tapelint.ops import Saves
+from torch_reference import saved_op_cases
 
 # Cases whose op survives a second backward in the measured configuration but
 # saves tensors in others: the table must say TENSORS (see module docstring).
@@ -600,7 +600,7 @@ l2.backward()
 def test_the_analysis_reads_constructor_arguments(constructor):
     """Under torch semantics the linter reports the shared module output exactly
     when PyTorch fails on it (with a non-literal argument: conservatively)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from tapelint.diagnostics import Semantics
     from tapelint.lint import lint_source
     from tapelint.settings import Settings

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from torch_reference import SEMANTICS, load_json
 
 from tapelint_engine import errors, tape
 from tapelint_engine import facade as T
 from tapelint_engine.errors import SecondBackwardError, TapeConsumedError
-
+from torch_reference import SEMANTICS, load_json
 
 
 def f32(*values: float) -> list[float]:

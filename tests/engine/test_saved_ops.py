@@ -15,12 +15,11 @@ import builtins
 import types
 
 import pytest
-from torch_reference import PROBE as PROBE_FILE
-from torch_reference import SAVED_OPS, load_json, path_of
 
 from tapelint_engine import errors, facade, source, tape
 from tapelint_engine.errors import NotSupportedByEngine, SecondBackwardError
-
+from torch_reference import PROBE as PROBE_FILE
+from torch_reference import SAVED_OPS, load_json, path_of
 
 
 class _Stub:
@@ -29,7 +28,7 @@ class _Stub:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __getattr__(self, name: str) -> "_Stub":
+    def __getattr__(self, name: str) -> _Stub:
         return _Stub(f"{self._name}.{name}")
 
     def __call__(self, *a: object, **k: object) -> object:
