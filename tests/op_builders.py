@@ -174,7 +174,10 @@ def second_backward_fails(torch: Any, build: Callable[[Any, Any], Any]) -> bool:
     pieces = list(out) if isinstance(out, (tuple, list)) else [out]
     pieces = [p for p in pieces if isinstance(p, torch.Tensor) and p.requires_grad]
     assert pieces, "the case produced no tracked tensor"
-    loss = sum(p.float().sum() for p in pieces)  # sum and + save nothing
+    return _second_backward_fails(sum(p.float().sum() for p in pieces))  # sum and + save nothing
+
+
+def _second_backward_fails(loss: Any) -> bool:
     loss.backward()
     try:
         loss.backward()
@@ -345,11 +348,4 @@ def module_second_backward_fails(torch: Any, case: ModuleCase) -> bool:
     """Call the module once, backward its summed output twice."""
     first = module_output(torch, case)
     assert first.requires_grad, f"{case.constructor}: output not tracked"
-    loss = first.sum()
-    loss.backward()
-    try:
-        loss.backward()
-    except RuntimeError as exc:
-        assert SECOND_BACKWARD in str(exc), str(exc)
-        return True
-    return False
+    return _second_backward_fails(first.sum())
