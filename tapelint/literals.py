@@ -8,7 +8,6 @@ is `NOT_LITERAL`, so the table falls back to its conservative answer.
 
 from __future__ import annotations
 
-import ast
 from typing import Optional, Union
 
 import libcst as cst
@@ -18,17 +17,30 @@ NOT_LITERAL = object()  # an argument whose value the syntax does not tell
 Arguments = dict[Union[int, str], object]  # position or keyword -> literal value
 
 
-def _hashable(value: object) -> object:
-    if isinstance(value, (list, tuple)):
-        return tuple(_hashable(v) for v in value)
-    return value
-
-
 def _literal(expr: cst.BaseExpression) -> object:
-    try:
-        return _hashable(ast.literal_eval(cst.Module([]).code_for_node(expr)))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return NOT_LITERAL
+    """The value of a literal (numbers, strings, None/True/False, negation,
+    tuples and lists of literals, lists as tuples so they hash)."""
+    # By hand, not `ast.literal_eval`: its recursive closure is a reference
+    # cycle per call, and a lint must leave none (tests/test_parallel_runner.py).
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.Float):
+        return float(expr.value.replace("_", ""))
+    if isinstance(expr, cst.SimpleString):
+        plain = "b" not in expr.prefix.lower() and "\\" not in expr.raw_value
+        return expr.raw_value if plain else NOT_LITERAL
+    if isinstance(expr, cst.Name):
+        return _NAMED.get(expr.value, NOT_LITERAL)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        value = _literal(expr.expression)
+        return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else NOT_LITERAL
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        items = tuple(_literal(e.value) if isinstance(e, cst.Element) else NOT_LITERAL for e in expr.elements)
+        return NOT_LITERAL if NOT_LITERAL in items else items
+    return NOT_LITERAL
+
+
+_NAMED = {"None": None, "True": True, "False": False}
 
 
 def call_arguments(call: cst.Call) -> Optional[Arguments]:
