@@ -40,8 +40,9 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable
 
 from tapelint.diagnostics import Diagnostic, FileResult
 from tapelint.notebooks import cell_lines, is_notebook
@@ -149,7 +150,8 @@ def load(path: str) -> Baseline:
     if not isinstance(document, dict) or document.get("tool") != "tapelint":
         raise BaselineError(f"{path}: not a tapelint baseline")
     if document.get("version") != VERSION:
-        raise BaselineError(f"{path}: baseline version {document.get('version')!r} is not supported (expected {VERSION})")
+        raise BaselineError(
+            f"{path}: baseline version {document.get('version')!r} is not supported (expected {VERSION})")
     try:
         fingerprints = frozenset(
             Fingerprint(str(e["path"]), str(e["code"]), str(e["fingerprint"]), int(e["occurrence"]))

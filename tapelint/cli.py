@@ -12,7 +12,8 @@ could not be read (it was not checked, so the run is not clean); 2 usage
 error (bad option, unknown rule, a named path that does not exist, a bad
 `[tool.tapelint]` table or baseline file) or
 internal error (tapelint failed on a file: reported as that file's
-`internal error`, the other files are still checked). Finding no Python
+`internal error`, the other files are still checked; `--show-traceback`
+prints where, see `tapelint.debug`). Finding no Python
 file at all is a warning, exit 0, as in ruff.
 
 Subcommands live in `COMMANDS`; `run` and `confirm` execute user code on the
@@ -28,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence, TextIO
 
-from tapelint import __version__, engine_commands, explain
+from tapelint import __version__, debug, engine_commands, explain
 from tapelint.diagnostics import Semantics
 from tapelint.baseline import BaselineError
 from tapelint.baseline import load as load_baseline
@@ -71,8 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             name, command = args_list[0], COMMANDS[args_list[0]]
             parser = argparse.ArgumentParser(prog=f"tapelint {name}", description=command.help)
             command.configure(parser)
+            parser.add_argument(debug.FLAG, action="store_true", help=debug.HELP)
             # Intermixed: `tapelint check a.py --format json b.py` means what it says.
             args = parser.parse_intermixed_args(args_list[1:])
+            if args.show_traceback:
+                debug.enable()
         except SystemExit as exc:  # --help, --version, or argparse's own usage error
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
         return command.handle(args)
@@ -87,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FOUND
     except Exception as exc:  # never a traceback: one line, exit 2
-        print(f"tapelint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"tapelint: internal error: {debug.internal_error(exc)}", file=sys.stderr)
         return EXIT_ERROR
 
 

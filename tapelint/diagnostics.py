@@ -81,7 +81,7 @@ class Range:
     end: Position
 
     @classmethod
-    def of(cls, line: int, column: int, end_line: int, end_column: int) -> "Range":
+    def of(cls, line: int, column: int, end_line: int, end_column: int) -> Range:
         return cls(Position(line, column), Position(end_line, end_column))
 
     def to_json(self) -> dict[str, Any]:

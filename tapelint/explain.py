@@ -31,8 +31,9 @@ import re
 import sys
 import sysconfig
 import textwrap
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable
 
 from tapelint.config import ConfigError, Resolver
 from tapelint.diagnostics import Diagnostic, FileError, Role, Semantics

@@ -1,6 +1,6 @@
 """Which operations save tensors for backward (PyTorch 2.13, measured).
 
-Source: `shared/reference/torch/torch-saved-ops.json` (202 op cases). Under
+Source: `reference/torch/torch-saved-ops.json` (202 op cases). Under
 torch semantics a second walk through a node fails iff the node saved a
 tensor, so this table decides `fails_under`. `tests/test_ops_table.py` checks
 every entry against that file, and against real PyTorch when it is installed.
@@ -8,12 +8,19 @@ every entry against that file, and against real PyTorch when it is installed.
 Names are the last component of the call (`x.exp()`, `torch.exp(x)` and
 `F.exp(x)` are all `exp`); modules are their class names (`nn.Linear`).
 A name in none of these tables is *unknown*: the analysis assumes it saves
-tensors and says so in the message.
+tensors and says so in the message. Some module classes save nothing in some
+configurations (`nn.Upsample()` in its default mode, `nn.AdaptiveAvgPool2d(1)`,
+`nn.Dropout(0.0)`): `MODULE_CONDITIONS` says which, by constructor argument.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
+from typing import Optional, Union
+
+from tapelint.literals import NOT_LITERAL
 
 
 class Saves(str, Enum):
@@ -131,9 +138,13 @@ UNTRACKING_BUILTINS: frozenset[str] = frozenset(
     ("float", "int", "bool", "str", "repr", "len", "round", "format", "isinstance", "id", "hash")
 )
 
+# Containers of modules: they own their children's parameters, but calling
+# one is an error, so they have no entry in MODULES.
+MODULE_CONTAINERS: frozenset[str] = frozenset(("ModuleList", "ModuleDict"))
+
 # Module classes that own parameters: their output is tracked whatever the
-# input, and every one of them saves tensors for backward.
-PARAMETRIC_MODULES: frozenset[str] = frozenset(
+# input, and every callable one of them saves tensors for backward.
+PARAMETRIC_MODULES: frozenset[str] = MODULE_CONTAINERS | frozenset(
     (
         "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d",
         "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv2d",
@@ -141,13 +152,14 @@ PARAMETRIC_MODULES: frozenset[str] = frozenset(
         "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
         "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "Transformer",
         "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "PReLU", "Sequential", "ModuleList", "ModuleDict",
+        "TransformerDecoderLayer", "PReLU", "Sequential",
     )
 )
 
-# `torch.nn` module classes: does calling an instance save tensors?
+# `torch.nn` module classes: does calling an instance save tensors? (In the
+# configuration the constructor arguments do not change; see MODULE_CONDITIONS.)
 MODULES: dict[str, Saves] = {
-    **dict.fromkeys(PARAMETRIC_MODULES, Saves.TENSORS),
+    **dict.fromkeys(PARAMETRIC_MODULES - MODULE_CONTAINERS, Saves.TENSORS),
     **dict.fromkeys(
         (
             "InstanceNorm1d", "InstanceNorm2d",
@@ -169,6 +181,31 @@ MODULES: dict[str, Saves] = {
     **dict.fromkeys(("Identity", "Flatten", "Unflatten", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d"), Saves.NOTHING),
 }
 
+
+@dataclass(frozen=True)
+class SavesNothingWhen:
+    """A module class that saves nothing when one constructor argument (given
+    by `keyword` or at `position`, else `default`) is one of `values`."""
+
+    keyword: str
+    position: int
+    default: object
+    values: frozenset[object]
+    why: str
+
+
+_P_ZERO = SavesNothingWhen("p", 0, 0.5, frozenset((0,)), "p=0 returns the input: no node")
+# Measured on PyTorch 2.13 (tests/test_ops_table.py builds each configuration).
+MODULE_CONDITIONS: dict[str, SavesNothingWhen] = {
+    "Upsample": SavesNothingWhen(
+        "mode", 2, "nearest", frozenset(("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear")),
+        "interpolation backward keeps only sizes; mode='area' lowers to adaptive_avg_pool, which saves its input"),
+    "AdaptiveAvgPool1d": SavesNothingWhen("output_size", 0, None, frozenset((1, (1,))), "output size 1 lowers to mean"),
+    "AdaptiveAvgPool2d": SavesNothingWhen("output_size", 0, None, frozenset((1, (1, 1))),
+                                          "output size 1 lowers to mean"),
+    **dict.fromkeys(("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"), _P_ZERO),
+}
+
 # Recurrent modules return `(output, hidden)`: the hidden state is what gets carried.
 RECURRENT_MODULES: frozenset[str] = frozenset(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"))
 
@@ -185,5 +222,21 @@ def operator_saves(symbol: str) -> Saves:
     return OPERATORS.get(symbol, Saves.UNKNOWN)
 
 
-def module_saves(class_name: str) -> Saves:
+def module_saves(class_name: str, arguments: Optional[Mapping[Union[int, str], object]] = None) -> Saves:
+    """What calling an `nn.<class_name>` instance saves; with the literal
+    constructor `arguments` (`tapelint.literals.call_arguments`), the
+    configurations of MODULE_CONDITIONS that save nothing are told apart.
+    Without them, or with a non-literal value, the conservative entry."""
+    condition = MODULE_CONDITIONS.get(class_name)
+    if condition is not None and arguments is not None:
+        value = arguments.get(condition.keyword, arguments.get(condition.position, condition.default))
+        if value is not NOT_LITERAL and _is_one_of(value, condition.values):
+            return Saves.NOTHING
     return MODULES.get(class_name, Saves.UNKNOWN)
+
+
+def _is_one_of(value: object, values: frozenset[object]) -> bool:
+    try:
+        return value in values and not isinstance(value, bool)
+    except TypeError:  # an unhashable literal (a dict, a set of lists)
+        return False

@@ -28,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
+from tapelint import debug
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.document import lint_document
 from tapelint.files import SourceError, read_source
@@ -106,7 +107,7 @@ def _read_and_lint(path: str, settings: Settings) -> Outcome:
     except MemoryError:
         return Outcome(FileResult(path, errors=(FileError(path, "out of memory while checking this file"),)))
     except Exception as exc:  # a bug in tapelint: report it on this file, check the others
-        return _crash(path, f"{type(exc).__name__}: {exc}")
+        return _crash(path, debug.internal_error(exc))
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -209,7 +210,7 @@ class _DeepStackThread:
             try:
                 box.append(function(path, settings))
             except BaseException as exc:  # keep serving: the caller reports this file
-                box.append(_crash(path, f"{type(exc).__name__}: {exc}"))
+                box.append(_crash(path, debug.internal_error(exc)))
             finally:
                 done.set()
 
@@ -270,7 +271,7 @@ def _run_pool(
                 except BrokenProcessPool:
                     return [index, *in_flight.values()]
                 except Exception as exc:  # the result could not travel back
-                    outcomes[index] = _crash(files[index], f"{type(exc).__name__}: {exc}")
+                    outcomes[index] = _crash(files[index], debug.internal_error(exc))
         return []
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

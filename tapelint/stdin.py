@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from tapelint.diagnostics import FileError, FileResult
-from tapelint.files import SourceError, decode_source
 from tapelint.document import lint_document
+from tapelint.files import SourceError, decode_source
 from tapelint.runner import Outcome, RunResult, _crash, _with_deep_stack
 from tapelint.settings import Settings
 

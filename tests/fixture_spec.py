@@ -85,7 +85,7 @@ class FixtureSpec:
         return tuple(e for e in self.expects if profile in e.profiles)
 
 
-def _parse_outcome(path: Path, lineno: int, value: str, n_lines: int) -> Outcome:
+def parse_outcome(path: Path, lineno: int, value: str, n_lines: int) -> Outcome:
     m = _OUTCOME.match(value)
     if not m:
         raise FixtureHeaderError(
@@ -173,7 +173,7 @@ def parse_fixture(path: str | Path) -> FixtureSpec:
             wanted = "torch" if not outcomes else "strict" if list(outcomes) == ["torch"] else None
             if description is None or key != wanted:
                 raise FixtureHeaderError(path, lineno, f"'{key}:' out of order (expected fixture, expect..., torch, strict)")
-            outcomes[key] = _parse_outcome(path, lineno, value, n_lines)
+            outcomes[key] = parse_outcome(path, lineno, value, n_lines)
         else:
             raise FixtureHeaderError(path, lineno, f"unknown header key {key!r}")
     if description is None:

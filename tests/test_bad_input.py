@@ -220,7 +220,8 @@ def test_internal_error_in_one_file(tree: Path, capsys: pytest.CaptureFixture[st
     monkeypatch.setattr(tapelint.runner, "lint_document", lint_or_crash)
     code, lines, _ = check(capsys, "--jobs", jobs)
     assert code == 2
-    assert error_lines(lines) == ["crash.py: error: internal error: ValueError: analysis bug"]
+    assert error_lines(lines) == [
+        "crash.py: error: internal error: ValueError: analysis bug (run with --show-traceback to see the traceback)"]
     assert_others_checked(lines)
 
 

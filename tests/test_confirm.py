@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("numpy")
 
+from declared_runs import assert_engine_run  # noqa: E402
 from fixture_spec import PROFILES, fixture_paths, parse_fixture  # noqa: E402
 from tapelint.confirm import judge  # noqa: E402
 from tapelint.diagnostics import Semantics  # noqa: E402
@@ -45,20 +46,7 @@ def _runs() -> dict:
 
 @pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])
 def test_engine_run_matches_the_header(path, profile):
-    expected = getattr(parse_fixture(path), profile)
-    report = _runs()[(path, profile)]
-    assert report.status in ("ok", "error"), f"{report.status}: {report.detail} {report.output[-500:]}"
-    if expected.kind in ("ok", "grows"):
-        assert report.status == "ok", f"{report.error} at line {report.line}"
-        if expected.kind == "grows":
-            watched = _watch_lines(path, profile)
-            assert any(sum(report.growth(line)) > 0 for line in watched), report.samples
-        return
-    kinds = {"fails": ("second-backward", "tape-consumed"), "inplace": ("inplace",)}[expected.kind]
-    assert report.status == "error" and report.error_kind in kinds, f"{report.error_kind}: {report.error}"
-    assert report.line == expected.line
-    if expected.node_line is not None:
-        assert report.node_line == expected.node_line
+    assert_engine_run(_runs()[(path, profile)], getattr(parse_fixture(path), profile), _watch_lines(path, profile))
 
 
 @pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])

@@ -11,27 +11,23 @@
   variables holds nodes created by two different executions of one statement
   (retention across iterations).
 
-All fixtures run in a few worker processes (`torch_fixture_runner.py`), each
-importing torch once; see that file for how outcomes are observed.
+All fixtures run in a few worker processes (`declared_runs.run_under_torch`),
+each importing torch once; see `torch_fixture_runner.py` for how outcomes are
+observed.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 
+from declared_runs import assert_torch_run, run_under_torch  # noqa: E402
 from fixture_spec import fixture_paths, parse_fixture  # noqa: E402
 
-RUNNER = Path(__file__).with_name("torch_fixture_runner.py")
 PATHS = fixture_paths()
-TOTAL_TIMEOUT_S = 300
 
 # Programs with a known outcome, run alongside the fixtures: they prove that the
 # harness tells the outcomes apart (so that a wrong header cannot pass).
@@ -100,29 +96,7 @@ def report(tmp_path_factory) -> dict:
         p = work / name
         p.write_text(source, encoding="utf-8")
         selftests.append(p)
-    paths = [str(p) for p in PATHS + selftests]
-    n_workers = max(1, min(4, os.cpu_count() or 1, len(paths)))
-    chunks = [paths[i::n_workers] for i in range(n_workers)]
-    procs = []
-    for i, chunk in enumerate(chunks):
-        out = work / f"report{i}.json"
-        proc = subprocess.Popen(
-            [sys.executable, str(RUNNER), str(out), *chunk],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        procs.append((proc, out))
-    merged: dict = {}
-    for proc, out in procs:
-        try:
-            _, err = proc.communicate(timeout=TOTAL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail(f"running the fixtures under PyTorch took more than {TOTAL_TIMEOUT_S} s")
-        assert proc.returncode == 0, f"fixture runner crashed:\n{err}"
-        merged.update(json.loads(out.read_text(encoding="utf-8")))
+    merged: dict = run_under_torch(PATHS + selftests, work)
     merged["__selftests__"] = {p.name: merged[str(p.resolve())] for p in selftests}
     return merged
 
@@ -136,22 +110,4 @@ def test_harness_observes_outcomes(report, name):
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_fixture_runs_as_declared_under_torch(report, path: Path):
-    spec = parse_fixture(path)
-    got = report[str(path.resolve())]
-    want = spec.torch
-    where = f"{path.name}: declared torch: {want.kind}"
-    if want.kind == "fails":
-        assert got["kind"] == "fails", f"{where} {want.line}, but the run gave {got}"
-        assert got["line"] == want.line, f"{where} {want.line}, but it failed at line {got['line']}"
-        if want.node_line is not None:
-            assert got["node"] == want.node_line, f"{where}: node {want.node_line}, anomaly mode names line {got['node']}"
-    elif want.kind == "inplace":
-        assert got["kind"] == "inplace", f"{where} {want.line}, but the run gave {got}"
-        assert got["line"] == want.line, f"{where} {want.line}, but it failed at line {got['line']}"
-    elif want.kind == "ok":
-        assert got["kind"] == "ok", f"{where}, but the run gave {got}"
-    elif want.kind == "grows":
-        assert got["kind"] == "ok", f"{where}, but the run gave {got}"
-        assert got["grows"], f"{where}, but no graph retained across iterations is reachable at the end"
-    else:  # pragma: no cover - the parser admits no other kind
-        pytest.fail(f"unknown outcome {want.kind}")
+    assert_torch_run(report[str(path.resolve())], parse_fixture(path).torch, path.name)

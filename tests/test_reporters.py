@@ -6,7 +6,18 @@ import io
 import json
 
 from tapelint.diagnostics import (
-    Diagnostic, Edit, FileError, FileResult, Fix, FixKind, Range, Related, Role, Safety, Semantics, Severity,
+    Diagnostic,
+    Edit,
+    FileError,
+    FileResult,
+    Fix,
+    FixKind,
+    Range,
+    Related,
+    Role,
+    Safety,
+    Semantics,
+    Severity,
 )
 from tapelint.reporters import REPORTERS, Report, ReportOptions
 

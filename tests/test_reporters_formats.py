@@ -31,8 +31,7 @@ from tapelint.diagnostics import (
     Severity,
 )
 from tapelint.lint import lint_source
-from tapelint.reporters import REPORTERS, Report, ReportOptions
-from tapelint.reporters import github, lsp, sarif
+from tapelint.reporters import REPORTERS, Report, ReportOptions, github, lsp, sarif
 from tapelint.rules import ALL_RULES
 from tapelint.settings import Settings
 

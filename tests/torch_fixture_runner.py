@@ -149,7 +149,7 @@ def _fixture_line(tb, filename):
 
 
 def _anomaly_node_line(caught, filename):
-    pattern = re.compile(r'File "%s", line (\d+)' % re.escape(filename))
+    pattern = re.compile(rf'File "{re.escape(filename)}", line (\d+)')
     for w in caught:
         text = str(w.message)
         if "Traceback of forward call that caused the error" in text:

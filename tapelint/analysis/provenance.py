@@ -25,6 +25,7 @@ from tapelint.analysis import accumulation
 from tapelint.analysis.accumulation import Accumulation, accumulation_hazards
 from tapelint.analysis.imports import ImportMap, dotted_name
 from tapelint.analysis.syntax import walk_statements
+from tapelint.literals import call_arguments
 from tapelint.analysis.model import (
     OPAQUE,
     SELF,
@@ -1265,7 +1266,8 @@ class Frame:
             tracked = Tracked.NO if flag is False else Tracked.YES
             return frozenset((self.a.node(self, state, call, "Parameter", (), Saves.NOTHING, tracked, leaf=True),))
         if name.startswith("torch.nn.") and last[:1].isupper() and not name.startswith("torch.nn.functional"):
-            return frozenset((ModuleRef(last, last in ops.PARAMETRIC_MODULES, ops.module_saves(last),
+            saves = ops.module_saves(last, call_arguments(call))
+            return frozenset((ModuleRef(last, last in ops.PARAMETRIC_MODULES, saves,
                                         recurrent=last in ops.RECURRENT_MODULES),))
         if last in _FACTORIES:
             requires = _keyword_value(call, "requires_grad")

@@ -65,19 +65,29 @@ class ReportContext:
 
 @dataclass(frozen=True)
 class Invalid:
-    """An example the rule must report, with the 1-based line of the primary range."""
+    """An example the rule must report, with the 1-based line of the primary range.
+
+    `torch` and `strict` declare what running it does under each semantics,
+    in the fixtures' header syntax (`ok`, `grows`, `fails LINE [node LINE]`,
+    `inplace LINE`); the tests run it on PyTorch and on the engine against them.
+    """
 
     code: str
     line: int
     semantics: str = "torch"  # the profile under which it is reported
+    torch: str = ""
+    strict: str = ""
 
 
 @dataclass(frozen=True)
 class Valid:
-    """An example the rule must not report (under `semantics`)."""
+    """An example the rule must not report (under `semantics`); `torch` and
+    `strict` as for `Invalid`."""
 
     code: str
     semantics: str = "torch"
+    torch: str = ""
+    strict: str = ""
 
 
 class Rule:

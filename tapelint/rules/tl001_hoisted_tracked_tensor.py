@@ -61,6 +61,8 @@ for step in range(3):
     loss.backward()
 """,
             line=4,
+            torch="fails 7 node 4",
+            strict="fails 7 node 4",
         ),
         Invalid(
             """\
@@ -73,6 +75,8 @@ for step in range(3):
 """,
             line=3,
             semantics="strict",
+            torch="ok",
+            strict="fails 6 node 3",
         ),
     )
     valid = (
@@ -85,7 +89,9 @@ for step in range(3):
     feats = x.exp()
     loss = (feats * w).sum()
     loss.backward()
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
         Valid(
             """\
@@ -96,7 +102,9 @@ feats = x.exp().detach()
 for step in range(3):
     loss = (feats * w).sum()
     loss.backward()
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
         Valid(
             """\
@@ -106,7 +114,9 @@ z = x + 1
 for step in range(3):
     loss = (z * 2).sum()
     loss.backward()
-"""
+""",
+            torch="ok",
+            strict="fails 6 node 3",
         ),
     )
 

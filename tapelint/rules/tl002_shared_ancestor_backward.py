@@ -60,6 +60,8 @@ l1.backward()
 l2.backward()
 """,
             line=7,
+            torch="fails 7 node 3",
+            strict="fails 7 node 3",
         ),
     )
     valid = (
@@ -71,18 +73,23 @@ h = x.exp()
 l1 = h.sum()
 l2 = (h * 2).sum()
 (l1 + l2).backward()
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
         Valid(
             """\
 import torch
 x = torch.tensor([1.0, 2.0], requires_grad=True)
+w = torch.tensor([3.0, 4.0], requires_grad=True)
 h = x.exp()
 l1 = h.sum()
-l2 = (h.detach() * 2).sum()
+l2 = (h.detach() * w).sum()
 l1.backward()
 l2.backward()
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
     )
 

@@ -66,6 +66,8 @@ for step in range(3):
 print(total_loss)
 """,
             line=7,
+            torch="grows",
+            strict="ok",
         ),
         Invalid(
             """\
@@ -78,6 +80,8 @@ for step in range(3):
 print(val_loss / 3)
 """,
             line=6,
+            torch="grows",
+            strict="grows",
         ),
     )
     valid = (
@@ -91,7 +95,9 @@ for step in range(3):
     loss.backward()
     total_loss += loss.item()
 print(total_loss)
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
         Valid(
             """\
@@ -103,7 +109,9 @@ with torch.no_grad():
     for step in range(3):
         val_loss += nn.functional.mse_loss(model(torch.randn(4, 3)), torch.zeros(4, 1))
 print(val_loss / 3)
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
         Valid(
             """\
@@ -113,7 +121,9 @@ total = 0.0
 for micro_batch in range(4):
     total = total + (w * micro_batch).sum()
 total.backward()
-"""
+""",
+            torch="grows",
+            strict="grows",
         ),
     )
 

@@ -56,6 +56,8 @@ loss.backward()
 loss.backward()
 """,
             line=5,
+            torch="fails 5 node 3",
+            strict="fails 5 node 3",
         ),
         Invalid(
             """\
@@ -66,6 +68,8 @@ for step in range(3):
     loss.backward()
 """,
             line=5,
+            torch="fails 5 node 3",
+            strict="fails 5 node 3",
         ),
     )
     valid = (
@@ -76,7 +80,9 @@ x = torch.tensor([1.0, 2.0], requires_grad=True)
 loss = (x.exp() * x).sum()
 loss.backward(retain_graph=True)
 loss.backward()
-"""
+""",
+            torch="ok",
+            strict="fails 5 node 3",
         ),
         Valid(
             """\
@@ -85,7 +91,9 @@ x = torch.tensor([1.0, 2.0], requires_grad=True)
 for step in range(3):
     loss = (x * x).sum()
     loss.backward()
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
     )
 

@@ -67,21 +67,23 @@ for step in range(3):
     loss.backward()
 """,
             line=6,
+            torch="fails 8 node 6",
+            strict="fails 8 node 6",
         ),
         Invalid(
             """\
 import torch
 import torch.nn as nn
 rnn = nn.GRU(3, 4, batch_first=True)
-opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
 h = None
 for step in range(3):
     out, h = rnn(torch.randn(2, 5, 3), h)
     out.sum().backward(retain_graph=True)
-    opt.step()
 """,
-            line=7,
+            line=6,
             semantics="strict",
+            torch="grows",
+            strict="fails 7 node 6",
         ),
     )
     valid = (
@@ -97,7 +99,9 @@ for step in range(3):
     out, h = rnn(torch.randn(2, 5, 3), h)
     loss = out.sum()
     loss.backward()
-"""
+""",
+            torch="ok",
+            strict="ok",
         ),
     )
 

@@ -49,6 +49,8 @@ l2.backward()
 """,
             line=6,
             semantics="strict",
+            torch="ok",
+            strict="fails 7 node 3",
         ),
     )
     valid = (
@@ -62,6 +64,8 @@ l2 = (h * 2).sum()
 (l1 + l2).backward()
 """,
             semantics="strict",
+            torch="ok",
+            strict="ok",
         ),
         Valid(
             """\
@@ -72,7 +76,9 @@ l1 = h.sum()
 l2 = (h * 2).sum()
 l1.backward(retain_graph=True)
 l2.backward()
-"""
+""",
+            torch="ok",
+            strict="fails 7 node 3",
         ),
     )
 
