@@ -175,8 +175,19 @@ class FileError:
 
 
 @dataclass(frozen=True)
+class FileWarning:
+    """Something wrong in a checked file that is no finding and changes no
+    exit code (an invalid suppression comment); printed on stderr."""
+
+    path: str
+    position: Position
+    message: str
+
+
+@dataclass(frozen=True)
 class FileResult:
     path: str
     diagnostics: tuple[Diagnostic, ...] = ()
     errors: tuple[FileError, ...] = field(default=())
     skipped: bool = False  # pre-check proved the file cannot hold a hazard
+    warnings: tuple[FileWarning, ...] = ()
