@@ -397,7 +397,7 @@ def _lsp(args: argparse.Namespace) -> int:
 
 
 # Extras are installed from the repository (tapelint is not on PyPI).
-INSTALL_LSP = "pip install -e '.[lsp]' in a clone, or pip install 'tapelint[lsp] @ git+<repository URL>'"
+INSTALL_LSP = "pip install -e '.[lsp]' in a clone, or pip install 'tapelint[lsp] @ git+https://<host>/<repository>.git'"
 
 COMMANDS: dict[str, Command] = {
     "check": Command("lint files and directories", add_lint_options, _check),

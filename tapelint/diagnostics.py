@@ -2,7 +2,7 @@
 
 Every output format (text, JSON, SARIF, LSP) and the engine's `confirm` read
 these objects and nothing else, so they carry everything a consumer needs:
-positions (1-based lines, 0-based columns, as in `rules.md`), the related
+positions (1-based lines, 0-based columns, as in `docs/output.md`), the related
 locations with their roles, the semantics under which the hazard fails, and
 the fixes that apply.
 """
@@ -28,7 +28,7 @@ class Severity(str, Enum):
 
 
 class Role(str, Enum):
-    """What a related location is, exactly as `rules.md` names the roles."""
+    """What a related location is, exactly as `docs/rules.md` names the roles."""
 
     DEFINITION = "definition"
     FIRST_BACKWARD = "first-backward"

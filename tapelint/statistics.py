@@ -2,7 +2,7 @@
 diagnostics themselves (ruff's `--statistics`).
 
     2	TL003	[*] tracked-accumulation
-    1	TL001	    hoisted-tracked-tensor
+    1	TL001	[ ] hoisted-tracked-tensor
 
 Most frequent first, then by code; `[*]` marks a rule whose diagnostics all
 carry a safe fix that `--fix` applies. `--format json` prints the same rows
@@ -48,4 +48,4 @@ def write_statistics(diagnostics: Iterable[Diagnostic], output_format: str, out:
         return
     width = max((len(str(row.count)) for row in rows), default=1)
     for row in rows:
-        out.write(f"{row.count:>{width}}\t{row.code}\t{'[*]' if row.fixable else '   '} {row.name}\n")
+        out.write(f"{row.count:>{width}}\t{row.code}\t{'[*]' if row.fixable else '[ ]'} {row.name}\n")

@@ -75,7 +75,7 @@ def test_an_existing_path_is_a_path_even_if_it_reads_like_a_command(project: Pat
 def test_statistics_text_and_json(project: Path, capsys) -> None:
     code, out, _ = run(capsys, "check", "--statistics")
     assert code == 1
-    assert out == "2\tTL003\t[*] tracked-accumulation\n1\tTL004\t    repeated-backward\n"
+    assert out == "2\tTL003\t[*] tracked-accumulation\n1\tTL004\t[ ] repeated-backward\n"
     code, out, _ = run(capsys, "check", "--statistics", "--format", "json")
     assert json.loads(out) == [
         {"code": "TL003", "name": "tracked-accumulation", "count": 2, "fixable": True},

@@ -10,7 +10,7 @@ and rustc.
        = help: detach `base` where it is created (it then gets no gradient)
 
 Columns are 1-based here, as in every editor and in ruff/flake8 (JSON keeps
-the 0-based columns of `rules.md`). A file that could not be checked is one
+the 0-based columns of `docs/output.md`). A file that could not be checked is one
 line, `path: error: message`. The run ends with a one-line summary.
 """
 
