@@ -179,6 +179,8 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
                         help="never apply unsafe fixes, whatever the configuration says")
     parser.add_argument("--diff", action="store_true",
                         help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
+    parser.add_argument("--graph", metavar="DIR",
+                        help="also draw each finding's abstract graph into DIR (DOT, and SVG with Graphviz)")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -263,7 +265,21 @@ def _check(args: argparse.Namespace) -> int:
 
             print(fix_summary(fixed), file=out if chosen_format == "text" else sys.stderr)
         out.flush()
+    if args.graph:
+        _draw_static(results, args.graph, source_of, resolver)
     return _exit_code(args, found=bool(report.diagnostics or report.errors), crashed=run.crashed)
+
+
+def _draw_static(results: Sequence[Any], directory: str, source_of: Callable[[str], str | None],
+                 resolver: Resolver) -> None:
+    from tapelint.graph import GraphError, write_static_graphs
+
+    try:
+        messages = write_static_graphs(results, directory, source_of, resolver.settings_for)
+    except (GraphError, OSError) as exc:
+        raise UsageError(f"--graph {directory}: {exc}") from None
+    for message in messages or [f"no finding to draw into {directory}"]:
+        print(f"tapelint: {message}", file=sys.stderr)
 
 
 def _exit_code(args: argparse.Namespace, found: bool, crashed: bool) -> int:
@@ -407,8 +423,8 @@ COMMANDS: dict[str, Command] = {
                        _lazy("tapelint.explain", "configure"), _lazy("tapelint.explain", "run")),
     "lsp": Command("run the language server over stdio (needs the lsp extra)", _configure_lsp, _lsp),
     "run": Command("execute a program on the engine and report graph reuse (needs the engine extra)",
-                   _lazy("tapelint.engine_commands", "configure_run"), _lazy("tapelint.engine_commands", "run_command")),
+                   _lazy("tapelint.graph_commands", "configure_run"), _lazy("tapelint.graph_commands", "run_command")),
     "confirm": Command("lint, then prove each diagnostic by running the program (needs the engine extra)",
-                       _lazy("tapelint.engine_commands", "configure_confirm"),
-                       _lazy("tapelint.engine_commands", "confirm_command")),
+                       _lazy("tapelint.graph_commands", "configure_confirm"),
+                       _lazy("tapelint.graph_commands", "confirm_command")),
 }

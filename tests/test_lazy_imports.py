@@ -18,6 +18,8 @@ NOT_NEEDED_BY_CHECK = (
     "tapelint.reporters.github",
     "tapelint.reporters.lsp",
     "tapelint.reporters.json",
+    "tapelint.graph",
+    "tapelint.graph_commands",
     "tapelint_engine",
 )
 PROGRAM = """
