@@ -11,8 +11,9 @@ What it reads of the tape (engine/tape.py), and nothing else: a node's `id`,
 `name()`, `line`, `inputs` (parent nodes, leaf tensors, or None),
 `saves_any`, `saved` (slot -> saved tensor with `.arr`, None once freed),
 `released` and `released_line` (freed under torch, consumed under strict);
-a tensor's `_node` and `arr`; `run_backward(roots, ...)`'s first argument;
-and the `GraphError` fields `node_id`, `line`, `consumed_line`, `kind`.
+a tensor's `_node` and `arr`; `_reachable(nodes)` (the walk's own order);
+`run_backward(roots, ...)`'s first argument; and the `GraphError` fields
+`node_id`, `line`, `consumed_line`, `kind`.
 
 The parent side (`record_graph`) imports neither numpy nor the tape.
 """
@@ -25,7 +26,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections import deque
 from typing import Any, Callable, Sequence
 
 MAX_NODES = 300  # a large model's graph is cut, nearest the roots first
@@ -56,21 +56,12 @@ def record_graph(path: str, semantics: str = "torch", *, timeout: float = 30.0,
 
 
 def reachable(roots: Sequence[Any]) -> tuple[list[Any], int]:
-    """The nodes behind the root tensors, breadth first, at most MAX_NODES,
-    and how many more were left out."""
-    from .tape import Node
+    """The nodes behind the root tensors in the order the tape validates them
+    (breadth first), at most MAX_NODES, and how many more were left out."""
+    from .tape import _reachable
 
-    nodes: list[Any] = []
-    seen: set[int] = set()
-    queue = deque(t._node for t in roots if getattr(t, "_node", None) is not None)
-    while queue and len(nodes) < MAX_NODES:
-        node = queue.popleft()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        nodes.append(node)
-        queue.extend(e for e in node.inputs if isinstance(e, Node))
-    return nodes, len({id(n) for n in queue} - seen)
+    nodes = _reachable([t._node for t in roots if getattr(t, "_node", None) is not None])
+    return nodes[:MAX_NODES], max(len(nodes) - MAX_NODES, 0)
 
 
 def state_of(node: Any) -> tuple[bool, list[dict[str, Any]]]:

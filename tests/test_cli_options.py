@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from test_cli import run
 from tapelint.cli import main
 from tapelint.reporters import FORMATS, REPORTERS
 
@@ -30,13 +31,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("NO_COLOR", "FORCE_COLOR", "TAPELINT_OUTPUT_FORMAT", "TERM"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 # --- mistyped commands -------------------------------------------------------------

@@ -4,7 +4,6 @@ line's exclusions in the editor."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -16,8 +15,9 @@ if sys.version_info < (3, 10):
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
+from test_lsp import open_document as open_text
+from test_lsp import published
 
-TIMEOUT = 20.0
 SETUP = "import torch\nx = torch.tensor([0.5, 1.0], requires_grad=True)\nw = torch.tensor([1.0, 2.0], requires_grad=True)\n"
 HOISTED = "feats = x.exp()\n"
 LOOP = "for step in range(3):\n    loss = (feats * w).sum()\n    loss.backward()\n"
@@ -48,26 +48,6 @@ async def client(lsp_client: LanguageClient, workspace: Path):
     lsp_client.server_capabilities = result.capabilities  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
-
-
-async def published(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
-    async def arrived() -> list[types.Diagnostic]:
-        while uri not in client.diagnostics:
-            await asyncio.sleep(0.02)
-        return list(client.diagnostics[uri])
-
-    return await asyncio.wait_for(arrived(), TIMEOUT)
-
-
-def open_text(client: LanguageClient, path: Path, text: str) -> str:
-    uri = path.as_uri()
-    client.diagnostics.pop(uri, None)
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
-    return uri
 
 
 def open_notebook(client: LanguageClient, path: Path, cells: list[tuple[str, str]]) -> list[str]:
