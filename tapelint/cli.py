@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TextIO
 
 from tapelint import __version__
-from tapelint.config import ConfigError, ConfigExcluder, Resolver
+from tapelint.config import ConfigError, Resolver
 from tapelint.files import Discovery, SourceError, discover, read_source
 from tapelint.notebooks import is_notebook
 from tapelint.options import (
@@ -200,7 +200,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.show_settings:
         from tapelint.show_settings import show_settings
 
-        sys.stdout.write(show_settings(discovery.files[:1] or [stdin or "."], resolver, excluder, chosen_format))
+        shown = discovery.files[:1] or ([stdin] if stdin is not None else args.paths[:1])
+        sys.stdout.write(show_settings(shown, resolver, excluder, chosen_format))
         return EXIT_CLEAN
     baseline = _load_baseline(args.baseline) if args.baseline else None
     stdin_run: StdinRun | None = None

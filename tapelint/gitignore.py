@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 GITIGNORE = ".gitignore"
 
@@ -118,7 +117,7 @@ class GitIgnore:
     """Answers "does git ignore this path?" for a walk, reading each
     directory's `.gitignore` once (hence the caches, `compare=False`)."""
 
-    _roots: dict[str, Optional[str]] = field(default_factory=dict, compare=False, repr=False)
+    _roots: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _files: dict[str, tuple[IgnoreFile, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def ignores(self, path: str, is_directory: bool) -> bool:
