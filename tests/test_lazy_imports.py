@@ -1,6 +1,6 @@
 """`tapelint check` imports only the linter: an editor piping a buffer to
 it on every save must not pay for explain, the engine commands, the
-baseline, fixes or the other output formats (issue 12's latency)."""
+baseline or the other output formats (issue 12's latency)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ NOT_NEEDED_BY_CHECK = (
     "tapelint.engine_commands",
     "tapelint.confirm",
     "tapelint.baseline",
-    "tapelint.fixes",
     "tapelint.reporters.sarif",
     "tapelint.reporters.github",
     "tapelint.reporters.lsp",
