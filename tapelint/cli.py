@@ -6,53 +6,66 @@
     tapelint rules                every rule: code, name, summary
     tapelint explain [TEXT]       explain a pasted PyTorch or burn error (default: from stdin)
     tapelint lsp                  the language server, over stdio
+    tapelint run FILE / confirm PATH...   execute on the engine (`tapelint.engine_commands`)
 
-Exit codes (`rules.md`): 0 nothing found; 1 diagnostics reported, or a file
-could not be read (it was not checked, so the run is not clean); 2 usage
-error (bad option, unknown rule, a named path that does not exist, a bad
-`[tool.tapelint]` table or baseline file) or
-internal error (tapelint failed on a file: reported as that file's
-`internal error`, the other files are still checked; `--show-traceback`
-prints where, see `tapelint.debug`). Finding no Python
-file at all is a warning, exit 0, as in ruff.
+Exit codes (docs/output.md): 0 nothing found; 1 diagnostics reported, or a
+file could not be read or a named path does not exist (it was not checked,
+so the run is not clean); 2 usage error (bad option, unknown rule or
+command, a bad `[tool.tapelint]` table or baseline file) or internal error
+(tapelint failed on a file: reported as that file's `internal error`, the
+other files are still checked; `--show-traceback` prints where, see
+`tapelint.debug`). `--exit-zero` turns 1 into 0. Finding no
+Python file at all is a warning, exit 0, as in ruff; so is a named path
+that the exclusions skip.
 
-Subcommands live in `COMMANDS`; `run` and `confirm` execute user code on the
-engine (`tapelint.engine_commands`), and only they do.
+Only what the command needs is imported: a subcommand's module (explain,
+the engine commands) when it runs, the baseline and fixes when asked for, a
+reporter when it prints. An editor piping a buffer to `check` pays for the
+linter alone (tests/test_lazy_imports.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib
 import json
 import os
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Callable, Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
-from tapelint import __version__, debug, engine_commands, explain
-from tapelint.diagnostics import Semantics
-from tapelint.baseline import BaselineError
-from tapelint.baseline import load as load_baseline
-from tapelint.baseline import write as write_baseline
-from tapelint.config import ConfigError, Overrides, Resolver, Selection, Selector, parse_selector
+from tapelint import __version__, debug
+from tapelint.config import ConfigError, Resolver
 from tapelint.files import Discovery, SourceError, discover, read_source
-from tapelint.fixes import fix_files, write_diff
-from tapelint.fixes import summary as fix_summary
 from tapelint.notebooks import is_notebook
-from tapelint.reporters import REPORTERS, Report, ReportOptions
+from tapelint.options import (
+    UsageError,
+    add_color,
+    add_format,
+    add_paths,
+    add_selection,
+    add_semantics,
+    output_format,
+    resolver_from_args,
+    use_color,
+)
+from tapelint.reporters import FORMATS, REPORTERS, Report, ReportOptions
 from tapelint.rules import ALL_RULES, resolve
 from tapelint.rules.base import Rule
-from tapelint.runner import default_jobs, lint_files
-from tapelint.stdin import StdinRun, is_stdin, lint_stdin
+from tapelint.stdin import StdinRun, is_stdin
 
 EXIT_CLEAN = 0
 EXIT_FOUND = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
-
-class UsageError(Exception):
-    """A bad command line: reported as `tapelint: error: ...`, exit 2."""
+# First words that are not commands but say what the user wanted.
+_MEANT = {"server": "lsp", "serve": "lsp", "language-server": "lsp", "lint": "check",
+          "version": "--version", "help": "--help"}
+# Commands that do not exist yet, and what to say instead.
+_NOT_YET = {"clean": "tapelint keeps no cache yet, so there is nothing to clean"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help, --version, or argparse's own usage error
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
         return command.handle(args)
-    except UsageError as exc:
+    except (UsageError, ConfigError) as exc:
         print(f"tapelint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -112,42 +125,57 @@ def build_parser() -> argparse.ArgumentParser:
 def _with_default_command(argv: list[str]) -> list[str]:
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         return argv
+    if argv:
+        _refuse_mistyped_command(argv[0])
     return ["check", *argv]
+
+
+def _refuse_mistyped_command(word: str) -> None:
+    """A first word that is no existing path but reads as a command is a
+    typo, not a path to lint: say so rather than report a missing file."""
+    if word.startswith("-") or "/" in word or "." in word or os.path.lexists(word):
+        return
+    if word in _NOT_YET:
+        raise UsageError(f"unknown command {word!r}: {_NOT_YET[word]}")
+    close = [_MEANT[word]] if word in _MEANT else difflib.get_close_matches(word, list(COMMANDS), n=1)
+    if close:
+        raise UsageError(f"unknown command {word!r}; did you mean {close[0]!r}?")
+
+
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, imported when first called: `tapelint check` never
+    imports the other commands' modules."""
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    return call
 
 
 # --- check --------------------------------------------------------------------
 
 
 def add_lint_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by every command that lints (check, and later run/confirm)."""
-    parser.add_argument("paths", nargs="*", metavar="PATH", default=["."], help="files or directories (default: .)")
-    parser.add_argument("--format", choices=sorted(REPORTERS), default="text", help="output format (default: text)")
-    parser.add_argument(
-        "--semantics",
-        choices=[s.value for s in Semantics],
-        default=None,
-        help="judge against PyTorch (default) or a strict tape that rejects every reuse",
-    )
-    parser.add_argument("--select", action="append", default=[], metavar="RULES",
-                        help="only these rules: comma-separated codes, code prefixes (TL00) or names")
-    parser.add_argument("--extend-select", action="append", default=[], metavar="RULES",
-                        help="also these rules (same forms as --select)")
-    parser.add_argument("--ignore", action="append", default=[], metavar="RULES",
-                        help="skip these rules (same forms as --select)")
-    parser.add_argument("--config", metavar="PATH", help="use this pyproject.toml's [tool.tapelint] for every file")
-    parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    """`tapelint check`'s options (those shared with `confirm` are in `tapelint.options`)."""
+    add_paths(parser)
+    add_format(parser, FORMATS)
+    add_semantics(parser)
+    add_selection(parser)
+    add_color(parser)
+    parser.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--statistics", action="store_true",
+                        help="print how many diagnostics each rule reported instead of the diagnostics (text or json)")
+    parser.add_argument("--exit-zero", action="store_true",
+                        help="exit 0 even when diagnostics are reported (usage and internal errors still exit 2)")
+    parser.add_argument("--show-settings", action="store_true",
+                        help="print the settings the first file would be checked with, and exit")
     parser.add_argument("--report-unused-suppressions", action="store_true", default=None,
                         help="report suppression comments that suppress nothing (TL901)")
     parser.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
     parser.add_argument("--write-baseline", metavar="FILE", help="record every current finding in FILE and exit")
-    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                        help="skip matching files and directories (repeatable, or comma-separated)")
-    parser.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
-                        help="worker processes (default: one per core)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and errors only, no summary")
-    parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
     parser.add_argument("--stdin-filename", metavar="NAME",
-                        help="with `-` as the path: the name to report standard input under (and find its configuration by)")
+                        help="with `-` as the path: the name to report standard input under (and find its "
+                             "configuration and exclusions by)")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
     parser.add_argument("--unsafe-fixes", action="store_true", default=None,
                         help="with --fix or --diff, apply unsafe fixes too (config: unsafe-fixes)")
@@ -155,57 +183,63 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
                         help="never apply unsafe fixes, whatever the configuration says")
     parser.add_argument("--diff", action="store_true",
                         help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
-
-
-def resolver_from_args(args: argparse.Namespace) -> Resolver:
-    """Settings per file: the nearest `[tool.tapelint]` under the command line
-    (see `tapelint.config`). Raises `ConfigError`."""
-    overrides = Overrides(
-        selection=Selection(
-            select=_selectors(args.select) if args.select else None,
-            extend_select=_selectors(args.extend_select),
-            ignore=_selectors(args.ignore),
-        ),
-        exclude=tuple(_split(args.exclude)),
-        semantics=Semantics(args.semantics) if args.semantics else None,
-        unsafe_fixes=getattr(args, "unsafe_fixes", None),
-        report_unused_suppressions=args.report_unused_suppressions,
-    )
-    return Resolver(overrides, config_file=args.config, isolated=args.isolated)
+    parser.add_argument("--graph", metavar="DIR",
+                        help="also draw each finding's abstract graph into DIR (DOT, and SVG with Graphviz)")
 
 
 def _check(args: argparse.Namespace) -> int:
     stdin = _stdin_name(args)
-    try:
-        resolver = resolver_from_args(args)
-        discovery = Discovery((stdin,)) if stdin is not None else discover(args.paths, resolver.excluder())
-        per_file = [resolver.settings_for(path) for path in discovery.files]
-        baseline = load_baseline(args.baseline) if args.baseline else None
-    except (ConfigError, BaselineError) as exc:
-        raise UsageError(str(exc)) from None
+    resolver = resolver_from_args(args)
+    excluder = resolver.excluder(named=(stdin,) if stdin is not None else tuple(args.paths))
+    chosen_format = output_format(args, resolver, FORMATS)
+    if args.statistics and chosen_format not in ("text", "json"):
+        raise UsageError(f"--statistics prints text or json, not {chosen_format}")
+    excluded = [(path, reason) for path in ((stdin,) if stdin is not None else args.paths)
+                if (reason := excluder.excluded_by(path)) is not None]
+    if stdin is not None:
+        discovery = Discovery(() if excluded else (stdin,))
+    else:
+        discovery = discover(args.paths, excluder)
+    per_file = [resolver.settings_for(path) for path in discovery.files]
+    if args.show_settings:
+        from tapelint.show_settings import show_settings
+
+        shown = discovery.files[:1] or ([stdin] if stdin is not None else args.paths[:1])
+        sys.stdout.write(show_settings(shown, resolver, excluder, chosen_format))
+        return EXIT_CLEAN
+    baseline = _load_baseline(args.baseline) if args.baseline else None
     stdin_run: StdinRun | None = None
     if stdin is not None:
-        stdin_run = lint_stdin(sys.stdin.buffer, stdin, per_file[0])
+        from tapelint.stdin import lint_stdin
+
+        stdin_run = lint_stdin(sys.stdin.buffer, stdin, per_file[0]) if per_file else None
+    if stdin_run is not None:
         run = stdin_run.run
     else:
-        run = lint_files(discovery.files, per_file, args.jobs or default_jobs())
+        from tapelint.runner import RunResult, default_jobs, lint_files
+
+        run = lint_files(discovery.files, per_file, args.jobs or default_jobs()) if discovery.files else RunResult(())
     source_of = stdin_run.read_source if stdin_run else _source_or_none
     results = run.results
+    unreadable = bool(discovery.errors)
     if args.write_baseline:
+        from tapelint.baseline import BaselineError
+        from tapelint.baseline import write as write_baseline
+
         try:
             count = write_baseline(args.write_baseline, results, source_of)
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
         print(f"tapelint: recorded {count} finding(s) in {args.write_baseline}", file=sys.stderr)
-        return EXIT_ERROR if discovery.errors or run.crashed else EXIT_CLEAN
+        return _exit_code(args, found=unreadable, crashed=run.crashed)
     fixed = None
     if args.fix or args.diff:
+        from tapelint.fixes import fix_files, write_diff
+
         results, fixed = fix_files(results, per_file, write=not args.diff)
         if args.diff:
             write_diff(fixed, sys.stdout, sys.stderr)
-            if discovery.errors or run.crashed:
-                return EXIT_ERROR
-            return EXIT_FOUND if fixed.changed or fixed.errors else EXIT_CLEAN
+            return _exit_code(args, found=unreadable or bool(fixed.changed or fixed.errors), crashed=run.crashed)
     if baseline is not None:
         results, stale = baseline.filter(results, source_of)
         if stale and not args.quiet:
@@ -214,18 +248,81 @@ def _check(args: argparse.Namespace) -> int:
     # The run's headline semantics: the configuration at the current directory's.
     semantics = resolver.settings_for(os.path.join(os.curdir, "-")).semantics
     report = Report(__version__, semantics, results, discovery.errors)
-    read_source = stdin_run.read_source if stdin_run else _module_source
-    options = ReportOptions(color=_use_color(args, sys.stdout), quiet=args.quiet, read_source=read_source)
-    if not discovery.files and not discovery.errors and not args.quiet:
-        print(f"tapelint: warning: no Python files found under {', '.join(args.paths)}", file=sys.stderr)
-    if discovery.files or discovery.errors or args.format != "text":
-        REPORTERS[args.format](report, sys.stdout, options)
-    if fixed is not None and not args.quiet:
-        print(fix_summary(fixed), file=sys.stdout if args.format == "text" else sys.stderr)
-    sys.stdout.flush()
-    if discovery.errors or run.crashed:
+    if not args.quiet:
+        for path, reason in excluded:
+            print(f"tapelint: warning: {path} is excluded by {reason}; not checked", file=sys.stderr)
+        unexcluded = [path for path in args.paths if all(path != named for named, _ in excluded)]
+        if not discovery.files and not discovery.errors and unexcluded and stdin is None:
+            print(f"tapelint: warning: no Python files found under {', '.join(unexcluded)}", file=sys.stderr)
+        _warn_directives(results)
+    with ExitStack() as stack:
+        out = _output(args.output_file, stack)
+        read_source = stdin_run.read_source if stdin_run else _module_source
+        options = ReportOptions(color=use_color(args.color, out), quiet=args.quiet, read_source=read_source)
+        if args.statistics:
+            from tapelint.statistics import write_statistics
+
+            write_statistics(report.diagnostics, chosen_format, out)
+        elif discovery.files or discovery.errors or chosen_format != "text":
+            REPORTERS[chosen_format](report, out, options)
+        if fixed is not None and not args.quiet:
+            from tapelint.fixes import summary as fix_summary
+
+            print(fix_summary(fixed), file=out if chosen_format == "text" else sys.stderr)
+        out.flush()
+    if args.graph:
+        _draw_static(results, args.graph, source_of, resolver)
+    return _exit_code(args, found=bool(report.diagnostics or report.errors), crashed=run.crashed)
+
+
+def _draw_static(results: Sequence[Any], directory: str, source_of: Callable[[str], str | None],
+                 resolver: Resolver) -> None:
+    from tapelint.graph import GraphError, write_static_graphs
+
+    try:
+        messages = write_static_graphs(results, directory, source_of, resolver.settings_for)
+    except (GraphError, OSError) as exc:
+        raise UsageError(f"--graph {directory}: {exc}") from None
+    for message in messages or [f"no finding to draw into {directory}"]:
+        print(f"tapelint: {message}", file=sys.stderr)
+
+
+def _exit_code(args: argparse.Namespace, found: bool, crashed: bool) -> int:
+    if crashed:
         return EXIT_ERROR
-    return EXIT_FOUND if report.diagnostics or report.errors else EXIT_CLEAN
+    return EXIT_FOUND if found and not args.exit_zero else EXIT_CLEAN
+
+
+def _load_baseline(path: str) -> Any:
+    from tapelint.baseline import BaselineError
+    from tapelint.baseline import load as load_baseline
+
+    try:
+        return load_baseline(path)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _output(path: str | None, stack: ExitStack) -> TextIO:
+    """Standard output, or the `--output-file` (its directory created)."""
+    if path is None:
+        return sys.stdout
+    try:
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        return stack.enter_context(open(path, "w", encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot write --output-file {path}: {exc.strerror or exc}") from None
+
+
+def _warn_directives(results: Sequence[Any]) -> None:
+    """Invalid suppression comments, on stderr as ruff does: they suppress
+    nothing, so the user must hear about them whatever the rules selected."""
+    from tapelint.reporters.text import location
+
+    for result in results:
+        for warning in result.warnings:
+            print(f"tapelint: warning: {location(warning.path, warning.position)}: {warning.message}", file=sys.stderr)
 
 
 def _stdin_name(args: argparse.Namespace) -> str | None:
@@ -239,30 +336,6 @@ def _stdin_name(args: argparse.Namespace) -> str | None:
     return args.stdin_filename or "-"
 
 
-def _selectors(values: list[str]) -> tuple[Selector, ...]:
-    selectors = []
-    for text in _split(values):
-        selector = parse_selector(text)
-        if selector is None:
-            raise UsageError(f"unknown rule or prefix {text!r} (see `tapelint rules`)")
-        selectors.append(selector)
-    return tuple(selectors)
-
-
-def _split(values: list[str]) -> list[str]:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def _source_or_none(path: str) -> str | None:
     try:
         return read_source(path)
@@ -274,15 +347,6 @@ def _module_source(path: str) -> str | None:
     """Source lines for the reporters, which index a file's lines: a
     notebook's positions are cell lines, so it shows none."""
     return None if is_notebook(path) else _source_or_none(path)
-
-
-def _use_color(args: argparse.Namespace, stream: TextIO) -> bool:
-    """--no-color, then NO_COLOR, then FORCE_COLOR, then: is it a terminal?"""
-    if args.no_color or os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR", "0") not in ("", "0"):
-        return True
-    return stream.isatty()
 
 
 # --- rule, rules ----------------------------------------------------------------
@@ -349,18 +413,23 @@ def _lsp(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name not in ("pygls", "lsprotocol"):
             raise
-        raise UsageError("the language server needs pygls: pip install 'tapelint[lsp]'") from None
+        raise UsageError(f"the language server needs pygls: {INSTALL_LSP}") from None
     return serve()
 
+
+# Extras are installed from the repository (tapelint is not on PyPI).
+INSTALL_LSP = "pip install -e '.[lsp]' in a clone, or pip install 'tapelint[lsp] @ git+https://<host>/<repository>.git'"
 
 COMMANDS: dict[str, Command] = {
     "check": Command("lint files and directories", add_lint_options, _check),
     "rule": Command("show a rule's documentation", _configure_rule, _rule),
     "rules": Command("list every rule", _configure_rules, _rules),
-    "explain": Command("explain a pasted PyTorch or burn error (or traceback)", explain.configure, explain.run),
-    "lsp": Command("run the language server over stdio (needs tapelint[lsp])", _configure_lsp, _lsp),
-    "run": Command("execute a program on the engine and report graph reuse (needs tapelint[engine])",
-                   engine_commands.configure_run, engine_commands.run_command),
-    "confirm": Command("lint, then prove each diagnostic by running the program (needs tapelint[engine])",
-                       engine_commands.configure_confirm, engine_commands.confirm_command),
+    "explain": Command("explain a pasted PyTorch or burn error (or traceback)",
+                       _lazy("tapelint.explain", "configure"), _lazy("tapelint.explain", "run")),
+    "lsp": Command("run the language server over stdio (needs the lsp extra)", _configure_lsp, _lsp),
+    "run": Command("execute a program on the engine and report graph reuse (needs the engine extra)",
+                   _lazy("tapelint.graph_commands", "configure_run"), _lazy("tapelint.graph_commands", "run_command")),
+    "confirm": Command("lint, then prove each diagnostic by running the program (needs the engine extra)",
+                       _lazy("tapelint.graph_commands", "configure_confirm"),
+                       _lazy("tapelint.graph_commands", "confirm_command")),
 }

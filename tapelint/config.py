@@ -19,6 +19,7 @@ are accepted wherever rules are named):
     semantics = "torch"           # or "strict"
     unsafe-fixes = false
     report-unused-suppressions = false
+    output-format = "text"        # json, sarif, github, lsp (TAPELINT_OUTPUT_FORMAT and --format win)
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
 
@@ -37,7 +38,16 @@ TL901 is enabled; TL901 (unused suppressions) is enabled by
 some `ignore` names it: a file that cannot be parsed is never silently
 passed. Other command-line options (`--semantics`, `--unsafe-fixes`,
 `--report-unused-suppressions`) override their key; `--exclude` adds to the
-configured globs.
+configured globs and `--extend-per-file-ignores` to the per-file ignores
+(both relative to the current directory).
+
+Exclusion (ruff's): `exclude`/`extend-exclude` and `--exclude` apply to what
+a directory walk finds and, with `--force-exclude` (on by default), to paths
+named on the command line, `--stdin-filename` and the language server's
+documents alike. The walk also skips the built-in list (`build/` and `dist/`
+among it, unless `exclude` replaces it) and, with `--respect-gitignore` (on by
+default), what `.gitignore` ignores (`tapelint.gitignore`); neither applies
+to a path named explicitly.
 
 Unknown keys and bad values raise `ConfigError`, whose message is one line
 naming the file and the key (the CLI exits 2 on it).
@@ -55,6 +65,8 @@ from typing import Any
 
 from tapelint.diagnostics import Semantics
 from tapelint.files import SKIPPED_DIRECTORIES, Excluder
+from tapelint.gitignore import GitIgnore
+from tapelint.reporters import FORMATS
 from tapelint.rules import ALL_RULES, resolve
 from tapelint.settings import Settings
 
@@ -66,6 +78,8 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 CONFIG_FILE = "pyproject.toml"
 PARSE_ERROR = "TL900"
 UNUSED_SUPPRESSION = "TL901"
+# The walk's built-in skip list: ruff's default `exclude`, which has `build`.
+DEFAULT_SKIPPED_DIRECTORIES = SKIPPED_DIRECTORIES | {"build"}
 _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -105,6 +119,7 @@ class Config:
     semantics: Semantics | None = None
     unsafe_fixes: bool | None = None
     report_unused_suppressions: bool | None = None
+    output_format: str | None = None
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
 
@@ -115,9 +130,13 @@ class Overrides:
 
     selection: Selection = Selection()
     exclude: tuple[str, ...] = ()  # added to the configured globs, relative to the current directory
+    # Added to the configured per-file-ignores, globs relative to the current directory.
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     semantics: Semantics | None = None
     unsafe_fixes: bool | None = None
     report_unused_suppressions: bool | None = None
+    force_exclude: bool = True  # exclusions apply to named paths, stdin and editor documents
+    respect_gitignore: bool = True
 
 
 # --- selectors --------------------------------------------------------------
@@ -197,6 +216,7 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         semantics=None if get("semantics") is None else reader.semantics(get("semantics")),
         unsafe_fixes=reader.boolean("unsafe-fixes", get("unsafe-fixes")),
         report_unused_suppressions=reader.boolean("report-unused-suppressions", get("report-unused-suppressions")),
+        output_format=None if get("output-format") is None else reader.output_format(get("output-format")),
         backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
     )
@@ -204,7 +224,7 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
 
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
-    "unsafe-fixes", "report-unused-suppressions", "backward-functions", "tracked-functions",
+    "unsafe-fixes", "report-unused-suppressions", "output-format", "backward-functions", "tracked-functions",
 )
 
 
@@ -243,6 +263,11 @@ class _Reader:
         if value not in choices:
             raise self.fail("semantics", f"expected one of {', '.join(map(repr, choices))}, got {_show(value)}")
         return Semantics(value)
+
+    def output_format(self, value: Any) -> str:
+        if value not in FORMATS:
+            raise self.fail("output-format", f"expected one of {', '.join(map(repr, FORMATS))}, got {_show(value)}")
+        return str(value)
 
     def boolean(self, key: str, value: Any) -> bool | None:
         if value is not None and not isinstance(value, bool):
@@ -330,8 +355,13 @@ class Resolver:
         base = self._settings.get(config)
         if base is None:
             base = self._settings[config] = self._base_settings(config)
+        here = os.path.abspath(os.curdir)
         ignored = frozenset(
-            code for glob, codes in config.per_file_ignores if glob_matches(glob, path, config.root) for code in codes
+            code
+            for globs, root in ((config.per_file_ignores, config.root), (self.overrides.per_file_ignores, here))
+            for glob, codes in globs
+            if glob_matches(glob, path, root)
+            for code in codes
         )
         return replace(base, ignore=base.ignore | ignored) if ignored else base
 
@@ -352,29 +382,57 @@ class Resolver:
             report_unused_suppressions=UNUSED_SUPPRESSION in enabled,
         )
 
-    def excluder(self) -> "ConfigExcluder":
-        return ConfigExcluder(globs=self.overrides.exclude, resolver=self)
+    def excluder(self, named: tuple[str, ...] = ()) -> "ConfigExcluder":
+        """Exclusions for a run over `named` paths (those of the command line)."""
+        return ConfigExcluder(
+            globs=self.overrides.exclude,
+            resolver=self,
+            named=frozenset(named),
+            gitignore=GitIgnore() if self.overrides.respect_gitignore else None,
+        )
 
 
 @dataclass(frozen=True)
 class ConfigExcluder(Excluder):
     """Discovery's exclusions: the command line's globs (relative to the
     current directory) and the nearest configuration's, whose `exclude`
-    replaces the built-in skip list during the walk."""
+    replaces the built-in skip list during the walk; `.gitignore` during the
+    walk; for `named` paths, only the globs, and only with `--force-exclude`."""
 
     resolver: Resolver = field(default_factory=Resolver, compare=False)
+    named: frozenset[str] = frozenset()
+    gitignore: GitIgnore | None = field(default=None, compare=False)
 
     def excludes(self, path: str) -> bool:
-        if super().excludes(path):
+        if path in self.named:
+            return self.excluded_by(path) is not None
+        if self.excluded_by(path, force=True) is not None:
             return True
+        return self.gitignore is not None and self.gitignore.ignores(path, is_directory=False)
+
+    def excluded_by(self, path: str, force: bool = False) -> str | None:
+        """The glob that excludes a path the user named (a file on the command
+        line, `--stdin-filename`, an editor's document) and where it comes
+        from, or None; always None with `--no-force-exclude` unless `force`."""
+        if not (force or self.resolver.overrides.force_exclude):
+            return None
+        for glob in self.globs:
+            if Excluder((glob,)).excludes(path):
+                return f"`{glob}` (--exclude)"
         config = self.resolver.config_for(path)
-        return any(glob_matches(glob, path, config.root) for glob in config.extend_exclude + (config.exclude or ()))
+        for key, globs in (("extend-exclude", config.extend_exclude), ("exclude", config.exclude or ())):
+            for glob in globs:
+                if glob_matches(glob, path, config.root):
+                    return f"`{glob}` ({key} in {config.path})"
+        return None
 
     def skips_directory(self, path: str) -> bool:
         config = self.resolver.config_for(path)
-        if config.exclude is None and os.path.basename(path) in SKIPPED_DIRECTORIES:
+        if config.exclude is None and os.path.basename(path) in DEFAULT_SKIPPED_DIRECTORIES:
             return True
-        return self.excludes(path)
+        if self.excluded_by(path, force=True) is not None:
+            return True
+        return self.gitignore is not None and self.gitignore.ignores(path, is_directory=True)
 
 
 def _shown(path: str) -> str:

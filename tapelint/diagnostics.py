@@ -2,7 +2,7 @@
 
 Every output format (text, JSON, SARIF, LSP) and the engine's `confirm` read
 these objects and nothing else, so they carry everything a consumer needs:
-positions (1-based lines, 0-based columns, as in `rules.md`), the related
+positions (1-based lines, 0-based columns, as in `docs/output.md`), the related
 locations with their roles, the semantics under which the hazard fails, and
 the fixes that apply.
 """
@@ -28,7 +28,7 @@ class Severity(str, Enum):
 
 
 class Role(str, Enum):
-    """What a related location is, exactly as `rules.md` names the roles."""
+    """What a related location is, exactly as `docs/rules.md` names the roles."""
 
     DEFINITION = "definition"
     FIRST_BACKWARD = "first-backward"
@@ -175,8 +175,19 @@ class FileError:
 
 
 @dataclass(frozen=True)
+class FileWarning:
+    """Something wrong in a checked file that is no finding and changes no
+    exit code (an invalid suppression comment); printed on stderr."""
+
+    path: str
+    position: Position
+    message: str
+
+
+@dataclass(frozen=True)
 class FileResult:
     path: str
     diagnostics: tuple[Diagnostic, ...] = ()
     errors: tuple[FileError, ...] = field(default=())
     skipped: bool = False  # pre-check proved the file cannot hold a hazard
+    warnings: tuple[FileWarning, ...] = ()

@@ -18,9 +18,10 @@ from typing import Any
 from tapelint import __version__
 from tapelint.confirm import Confirmation, confirm_file
 from tapelint.diagnostics import Diagnostic, FileResult, Semantics
+from tapelint.options import add_paths, add_selection, add_semantics
 
 STATUSES = ("confirmed", "refuted", "unsupported", "timeout")
-NO_ENGINE = "the engine needs numpy: pip install 'tapelint[engine]'"
+NO_ENGINE = "the engine needs numpy: pip install -e '.[engine]' in a clone (or pip install numpy)"
 
 
 def engine_available() -> bool:
@@ -29,7 +30,7 @@ def engine_available() -> bool:
 
 def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="the program to execute")
-    parser.add_argument("--semantics", choices=[s.value for s in Semantics], default="torch")
+    add_semantics(parser, default="torch")
     parser.add_argument("--backend", choices=("engine", "torch"), default="engine",
                         help="the numpy engine (default) or real PyTorch, when installed")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -49,27 +50,18 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def configure_confirm(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", default=["."], help="files or directories (default: .)")
-    parser.add_argument("--semantics", choices=[s.value for s in Semantics], default=None,
-                        help="judge and run under PyTorch's semantics (default) or a strict tape's")
+    add_paths(parser)
+    add_semantics(parser)
+    add_selection(parser)  # --jobs: files linted, and programs run, at once
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--backend", choices=("engine", "torch"), default="engine",
                         help="run on the numpy engine (default) or real PyTorch (torch semantics only)")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per program (default: 30)")
-    parser.add_argument("--select", action="append", default=[], metavar="RULES")
-    parser.add_argument("--extend-select", action="append", default=[], metavar="RULES")
-    parser.add_argument("--ignore", action="append", default=[], metavar="RULES")
-    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--config", metavar="PATH")
-    parser.add_argument("--isolated", action="store_true")
-    parser.add_argument("--jobs", "-j", type=int, default=2, metavar="N", help="programs run at once (default: 2)")
-    parser.add_argument("--quiet", "-q", action="store_true")
-    parser.set_defaults(report_unused_suppressions=None, unsafe_fixes=None)
 
 
 def confirm_command(args: argparse.Namespace) -> int:
     """Lint, run every file that has diagnostics, and judge each diagnostic."""
-    from tapelint import cli
+    from tapelint import options
     from tapelint.config import ConfigError
     from tapelint.files import discover
     from tapelint.runner import default_jobs, lint_files
@@ -78,20 +70,20 @@ def confirm_command(args: argparse.Namespace) -> int:
         print(f"tapelint: error: {NO_ENGINE}", file=sys.stderr)
         return 2
     try:
-        resolver = cli.resolver_from_args(args)
-        discovery = discover(args.paths, resolver.excluder())
+        resolver = options.resolver_from_args(args)
+        discovery = discover(args.paths, resolver.excluder(named=tuple(args.paths)))
         per_file = [resolver.settings_for(path) for path in discovery.files]
     except ConfigError as exc:
         print(f"tapelint: error: {exc}", file=sys.stderr)
         return 2
-    run = lint_files(discovery.files, per_file, default_jobs())
+    run = lint_files(discovery.files, per_file, args.jobs or default_jobs())
     semantics = {result.path: settings.semantics for result, settings in zip(run.results, per_file)}
     todo = [r for r in run.results if any(d.code != "TL900" for d in r.diagnostics) and r.path.endswith(".py")]
 
     def confirm(result: FileResult) -> list[tuple[Diagnostic, Confirmation]]:
         return confirm_file(result, semantics[result.path], timeout=args.timeout, backend=args.backend)
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=args.jobs or default_jobs()) as pool:
         judged = [pair for pairs in pool.map(confirm, todo) for pair in pairs]
     errors = list(discovery.errors) + [e for r in run.results for e in r.errors]
     profile = next(iter(semantics.values()), Semantics(args.semantics or "torch"))

@@ -8,13 +8,19 @@
 
 Decisions (ruff's unless said otherwise):
 
-* `# noqa` takes codes only (`TL001`), comma- and/or space-separated, case
-  insensitive, so flake8 and ruff still read the same comment; codes of other
-  tools (`E501`) are left alone. `# noqa:` followed by no code list is
-  malformed and suppresses nothing (as in ruff; flake8 would read it as a
-  bare `# noqa`). `# tapelint: ignore[...]` takes codes or
-  kebab-case names. Several directives may share one comment
-  (`# noqa: E501  # tapelint: ignore[TL001]`).
+* `# noqa: ...` takes codes (`TL001`, case insensitive) and tapelint's
+  kebab-case rule names (`hoisted-tracked-tensor`), comma- and/or
+  space-separated, as everywhere a rule is named; codes of other tools
+  (`E501`) are left alone, so flake8 and ruff still read the same comment.
+  Text after the list (`# noqa: TL003 because ...`) is a remark.
+  `# tapelint: ignore[...]` takes the same codes and names. Several
+  directives may share one comment (`# noqa: E501  # tapelint: ignore[TL003]`).
+* An invalid directive is reported as a warning (`FileResult.warnings`, on
+  stderr; ruff's "Invalid `# noqa` directive"), whatever rules are selected:
+  `# noqa:` with no list, a list that starts with (or continues after a
+  comma with) a word that is neither a code nor a rule name, a `TL` code or
+  a name that is no tapelint rule. Its valid items still suppress; an
+  invalid one suppresses nothing.
 * A directive applies to a diagnostic whose primary range starts on its line,
   or, when that line is part of a statement spanning several lines, on the
   statement's first or last line: formatters move trailing comments to the
@@ -38,16 +44,29 @@ import re
 import tokenize
 from dataclasses import dataclass, replace
 
-from tapelint.diagnostics import Diagnostic, Edit, Fix, FileResult, FixKind, Range, Safety, Semantics
+from tapelint.diagnostics import (
+    Diagnostic,
+    Edit,
+    FileResult,
+    FileWarning,
+    Fix,
+    FixKind,
+    Position,
+    Range,
+    Safety,
+    Semantics,
+)
 from tapelint.lint import lint_source
 from tapelint.rules import resolve
 from tapelint.rules.tl901_unused_suppression import UnusedSuppression
 from tapelint.settings import Settings
 
 _ANY_DIRECTIVE = re.compile(r"noqa|tapelint", re.IGNORECASE)
-_NOQA = re.compile(
-    r"#\s*noqa(?![\w-])(?P<colon>:\s?(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)?)?", re.IGNORECASE
-)
+_NOQA = re.compile(r"#\s*noqa(?![\w-])(?P<colon>:[ \t]*(?P<list>[^#]*))?", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][\w-]*")
+_SEPARATOR = re.compile(r"[\s,]*")
+_CODE = re.compile(r"^[A-Z]+[0-9]+$", re.IGNORECASE)
+_EXAMPLE = "e.g. `# noqa: TL001, tracked-accumulation`"
 _IGNORE = re.compile(r"#\s*tapelint:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?", re.IGNORECASE)
 _SKIP_FILE = re.compile(r"#\s*tapelint:\s*skip-file\b", re.IGNORECASE)
 _SKIP_FILE_WORD = re.compile("skip-file", re.IGNORECASE)
@@ -66,6 +85,7 @@ class Directive:
     rules: tuple[str, ...] | None  # our codes/names as written
     foreign: tuple[str, ...] = ()  # other tools' codes in a `# noqa`
     comment_start: int = 0  # column of the comment's `#`
+    problem: str | None = None  # why the directive is invalid, if it is
 
     def codes(self) -> frozenset[str] | None:
         if self.rules is None:
@@ -81,6 +101,13 @@ class Scan:
     skip_file: bool = False
     # (first, last) line of each statement that spans several lines
     statements: tuple[tuple[int, int], ...] = ()
+
+    def warnings(self, path: str) -> tuple[FileWarning, ...]:
+        return tuple(
+            FileWarning(path, Position(d.line, d.column), f"invalid `{d.kind}` directive: {d.problem}")
+            for d in self.directives
+            if d.problem is not None
+        )
 
     def candidate_lines(self, line: int) -> tuple[int, ...]:
         for first, last in self.statements:
@@ -126,22 +153,82 @@ def scan(source: str) -> Scan:
 
 def _directives(comment: str, row: int, column: int) -> list[Directive]:
     found: list[Directive] = []
-    for pattern, kind in ((_NOQA, "noqa"), (_IGNORE, "tapelint")):
-        for match in pattern.finditer(comment):
-            start, end = column + match.start(), column + match.end()
-            if kind == "noqa":
-                if match["colon"] and not match["codes"]:
-                    continue  # `# noqa: <not a code>`: malformed, suppresses nothing (ruff)
-                items = re.split(r"[\s,]+", match["codes"]) if match["codes"] else None
-                ours = None if items is None else tuple(i for i in items if _OUR_CODE.match(i))
-                foreign = () if items is None else tuple(i for i in items if not _OUR_CODE.match(i))
-                if ours == ():
-                    continue  # only other tools' codes: none of our business
-                found.append(Directive(row, start, end, kind, ours, foreign, column))
-            else:
-                items = None if match["rules"] is None else tuple(i for i in re.split(r"[\s,]+", match["rules"]) if i)
-                found.append(Directive(row, start, end, kind, items or None, (), column))
+    for match in _NOQA.finditer(comment):
+        start, end = column + match.start(), column + match.end()
+        if not match["colon"]:
+            found.append(Directive(row, start, end, "noqa", None, (), column))
+            continue
+        items, length, problem = _noqa_list(match["list"])
+        ours = tuple(i for i in items if _is_ours(i))
+        foreign = tuple(i for i in items if not _is_ours(i))
+        if not ours and problem is None:
+            continue  # only other tools' codes: none of our business
+        end = column + match.start("list") + length if length else end
+        found.append(Directive(row, start, end, "noqa", ours, foreign, column, problem or _unknown(ours)))
+    for match in _IGNORE.finditer(comment):
+        start, end = column + match.start(), column + match.end()
+        items = None if match["rules"] is None else tuple(i for i in re.split(r"[\s,]+", match["rules"]) if i)
+        found.append(Directive(row, start, end, "tapelint", items or None, (), column, _unknown(items or ())))
     return found
+
+
+def _noqa_list(text: str) -> tuple[tuple[str, ...], int, str | None]:
+    """The codes and names at the start of `text`, how many characters they
+    take, and what makes the list invalid (None if nothing). A word that is
+    neither a code nor a rule name ends the list (a remark follows) unless it
+    comes first or right after a comma."""
+    items: list[str] = []
+    position, end, after_comma = 0, 0, True
+    while (word := _WORD.match(text, position)) is not None:
+        if not (_CODE.match(word[0]) or resolve(word[0]) is not None):
+            if after_comma:
+                return tuple(items), end, _not_an_item(word[0], first=not items)
+            break
+        items.append(word[0])
+        end = word.end()
+        separator = _SEPARATOR.match(text, end)
+        assert separator is not None  # `*` matches the empty string
+        after_comma = "," in separator[0]
+        position = separator.end()
+    if not items:
+        return (), 0, f"expected a list of codes or rule names ({_EXAMPLE})"
+    return tuple(items), end, None
+
+
+def _not_an_item(word: str, first: bool) -> str:
+    if "-" in word:
+        return f"`{word}` is not a tapelint rule name (see `tapelint rules`)"
+    if first:
+        return f"expected a list of codes or rule names, not `{word}` ({_EXAMPLE})"
+    return f"expected a code or rule name after `,`, not `{word}` ({_EXAMPLE})"
+
+
+def _unknown(items: tuple[str, ...]) -> str | None:
+    """Our codes and names that name no rule (`TL999`, a misspelt name)."""
+    unknown = [item for item in items if resolve(item) is None]
+    if not unknown:
+        return None
+    listed = ", ".join(f"`{item}`" for item in unknown)
+    return f"{listed} {'is' if len(unknown) == 1 else 'are'} not a tapelint rule (see `tapelint rules`)"
+
+
+def _is_ours(item: str) -> bool:
+    return bool(_OUR_CODE.match(item)) or not _CODE.match(item)
+
+
+def _may_be_invalid(source: str) -> bool:
+    """Does the text (comments or not) hold a directive that would be
+    invalid? Cheap, textual: a yes is confirmed by tokenizing (`scan`)."""
+    for match in _NOQA.finditer(source):
+        if match["colon"]:
+            items, _, problem = _noqa_list(match["list"])
+            if problem is not None or _unknown(tuple(i for i in items if _is_ours(i))):
+                return True
+    return any(
+        _unknown(tuple(i for i in re.split(r"[\s,]+", match["rules"]) if i))
+        for match in _IGNORE.finditer(source)
+        if match["rules"] is not None
+    )
 
 
 def lint_module(source: str, path: str, settings: Settings) -> FileResult:
@@ -151,14 +238,17 @@ def lint_module(source: str, path: str, settings: Settings) -> FileResult:
     `noqa`): when there is something to suppress, unused directives to
     report, or a `skip-file` to honour before linting at all."""
     result = None
-    if not settings.report_unused_suppressions and not _SKIP_FILE_WORD.search(source):
+    quiet = not _ANY_DIRECTIVE.search(source) or not _may_be_invalid(source)
+    if not settings.report_unused_suppressions and not _SKIP_FILE_WORD.search(source) and quiet:
         result = lint_source(source, path, settings)
         if not result.diagnostics:
             return result
     found = scan(source)
     if found.skip_file:
         return FileResult(path)
-    return apply(result or lint_source(source, path, settings), found, source, settings)
+    result = apply(result or lint_source(source, path, settings), found, source, settings)
+    warnings = found.warnings(path)
+    return replace(result, warnings=result.warnings + warnings) if warnings else result
 
 
 def apply(result: FileResult, found: Scan, source: str, settings: Settings) -> FileResult:

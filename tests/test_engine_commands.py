@@ -64,4 +64,4 @@ def test_without_numpy_the_engine_commands_say_so(monkeypatch, capsys):
     assert main(["run", HOISTED]) == 2
     assert main(["confirm", HOISTED]) == 2
     err = capsys.readouterr().err
-    assert err.count("pip install 'tapelint[engine]'") == 2 and "Traceback" not in err
+    assert err.count("pip install -e '.[engine]'") == 2 and "Traceback" not in err

@@ -285,4 +285,4 @@ def test_without_pygls_the_command_says_what_to_install(
     monkeypatch.setitem(sys.modules, "lsprotocol", None)
     monkeypatch.delitem(sys.modules, "tapelint.lsp.server", raising=False)
     assert main(["lsp"]) == 2
-    assert "pip install 'tapelint[lsp]'" in capsys.readouterr().err
+    assert "pip install -e '.[lsp]'" in capsys.readouterr().err

@@ -57,3 +57,16 @@ def test_the_linter_imports_and_runs_without_numpy(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "TL004" in done.stdout and "numpy" not in done.stderr
+
+
+def test_a_test_run_starts_without_configuration_warnings() -> None:
+    """pytest-asyncio warns at the top of every run unless the fixture loop
+    scope is configured; an unknown ini key would warn too."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/test_readme.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert "asyncio_default_fixture_loop_scope" not in output and "PytestConfigWarning" not in output
+    assert 'asyncio_default_fixture_loop_scope = "function"' in (ROOT / "pyproject.toml").read_text()

@@ -40,6 +40,9 @@ def test_the_fixture_reports_without_suppressions():
         "# NOQA: tl003",
         "# noqa: E501, TL003",
         "# noqa: E501 TL003 because the total is logged",
+        "# noqa: tracked-accumulation",
+        "# noqa: E501, Tracked-Accumulation",
+        "# noqa: TL003, bogus-name",  # the valid item still suppresses; the other is warned about
         "# noqa",
         "# tapelint: ignore[TL003]",
         "# tapelint: ignore[tracked-accumulation]",
@@ -59,7 +62,7 @@ def test_suppressed(comment):
         "# noqa: TL001",
         "# noqa: E501",
         "# tapelint: ignore[TL001]",
-        "# noqa: tracked-accumulation",  # names only in tapelint: ignore[...], like ruff's noqa
+        "# noqa: tracked-accumulatoin",
         "# noqa-ish TL003",
         "# noqa:",
         "# noqa: because",
@@ -192,3 +195,59 @@ def test_command_line(tmp_path, monkeypatch, capsys):
     assert main(["check", "-q", "-j", "1"]) == 1
     assert main(["rule", "TL901"]) == 0
     assert "## Why is this bad" in capsys.readouterr()[0]
+
+
+def warnings(comment: str) -> list[tuple[int, int, str]]:
+    result = lint_module(with_comment(comment), "a.py", Settings())
+    return [(w.position.line, w.position.column, w.message) for w in result.warnings]
+
+
+EXAMPLE = "(e.g. `# noqa: TL001, tracked-accumulation`)"
+
+
+@pytest.mark.parametrize(
+    "comment, message",
+    [
+        ("# noqa: hoisted-trackd-tensor", "`hoisted-trackd-tensor` is not a tapelint rule name (see `tapelint rules`)"),
+        ("# noqa:", f"expected a list of codes or rule names {EXAMPLE}"),
+        ("# noqa: because", f"expected a list of codes or rule names, not `because` {EXAMPLE}"),
+        ("# noqa: TL003, bogus", f"expected a code or rule name after `,`, not `bogus` {EXAMPLE}"),
+        ("# noqa: TL999", "`TL999` is not a tapelint rule (see `tapelint rules`)"),
+        ("# tapelint: ignore[bogus, TL003]", "`bogus` is not a tapelint rule (see `tapelint rules`)"),
+    ],
+)
+def test_invalid_directives_are_warned_about_whatever_is_selected(comment, message):
+    kind = "tapelint" if "tapelint:" in comment else "noqa"
+    assert warnings(comment) == [(22, 24, f"invalid `{kind}` directive: {message}")]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["# noqa: TL003", "# noqa: hoisted-tracked-tensor", "# noqa: E501 TL003 because it is logged", "# noqa: E501",
+     "# noqa", "# tapelint: ignore[tracked-accumulation]"],
+)
+def test_valid_directives_are_not_warned_about(comment):
+    assert warnings(comment) == []
+
+
+def test_a_directive_text_in_a_string_is_no_directive():
+    assert warnings('; note = "# noqa: bogus"') == []
+
+
+def test_invalid_directive_on_a_clean_file_is_still_warned_about(tmp_path, monkeypatch, capsys):
+    """The lazy path (no diagnostic to suppress) must still look."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "clean.py").write_text("x = 1  # noqa: hoisted-trackd-tensor\n")
+    assert main(["check", "clean.py"]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "tapelint: warning: clean.py:1:8: invalid `noqa` directive: "
+        "`hoisted-trackd-tensor` is not a tapelint rule name (see `tapelint rules`)\n"
+    )
+
+
+def test_a_rule_name_in_noqa_suppresses_on_the_command_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(with_comment("# noqa: tracked-accumulation"))
+    assert main(["check", "a.py", "--report-unused-suppressions"]) == 0
+    assert capsys.readouterr().err == ""

@@ -10,6 +10,7 @@ underlines the right characters.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from lsprotocol import types
 from pygls.workspace import PositionCodec
@@ -43,13 +44,21 @@ class DocumentText:
         return self.codec.range_to_client_units(self.lines, code_points)
 
 
-def to_lsp_diagnostic(diagnostic: Diagnostic, text: DocumentText) -> types.Diagnostic:
+def to_lsp_diagnostic(
+    diagnostic: Diagnostic, text: DocumentText, cells: Mapping[int, DocumentText] | None = None
+) -> types.Diagnostic:
     """One LSP diagnostic; each related location (definition, first backward,
-    failing backward, accumulator) becomes relatedInformation, its role first."""
+    failing backward, accumulator) becomes relatedInformation, its role first.
+    Every location is in the linted document, or, in a notebook, in one of
+    its `cells` (by 1-based index; each cell is a document of its own)."""
+
+    def text_of(range_: Range) -> DocumentText:
+        cell = range_.start.cell
+        return text if cells is None or cell is None else cells.get(cell, text)
+
     related = [
         types.DiagnosticRelatedInformation(
-            # `lint_source` reports every location in the file it was given.
-            location=types.Location(uri=text.uri, range=text.range(r.range)),
+            location=types.Location(uri=text_of(r.range).uri, range=text_of(r.range).range(r.range)),
             message=f"{r.role.value}: {r.message}",
         )
         for r in diagnostic.related

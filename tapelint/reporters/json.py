@@ -1,4 +1,4 @@
-"""`--format json`: one object on stdout, exactly as `rules.md` specifies."""
+"""`--format json`: one object on stdout, exactly as `docs/output.md` specifies (schema: `docs/output.schema.json`)."""
 
 from __future__ import annotations
 

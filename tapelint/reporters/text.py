@@ -10,7 +10,7 @@ and rustc.
        = help: detach `base` where it is created (it then gets no gradient)
 
 Columns are 1-based here, as in every editor and in ruff/flake8 (JSON keeps
-the 0-based columns of `rules.md`). A file that could not be checked is one
+the 0-based columns of `docs/output.md`). A file that could not be checked is one
 line, `path: error: message`. The run ends with a one-line summary.
 """
 
@@ -76,10 +76,10 @@ def format_error(error: FileError, style: _Style) -> str:
 
 def format_diagnostic(diagnostic: Diagnostic, lines: Sequence[str] | None, style: _Style) -> str:
     start = diagnostic.range.start
-    header = f"{style.bold(_location(diagnostic.path, start))}: {style.error(diagnostic.code)} {diagnostic.message}"
+    header = f"{style.bold(location(diagnostic.path, start))}: {style.error(diagnostic.code)} {diagnostic.message}"
     snippet = _snippet(diagnostic.range, lines)
     notes = [
-        f"{style.note(related.role.value)} {_location(related.path, related.range.start)}: {related.message}"
+        f"{style.note(related.role.value)} {location(related.path, related.range.start)}: {related.message}"
         for related in diagnostic.related
         if (related.path, related.range) != (diagnostic.path, diagnostic.range)
     ]
@@ -118,7 +118,7 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _location(path: str, position: Position) -> str:
+def location(path: str, position: Position) -> str:
     """`path:line:col`, 1-based column; in a notebook `path:cell N:line:col`."""
     cell = f"cell {position.cell}:" if position.cell is not None else ""
     return f"{path}:{cell}{position.line}:{position.column + 1}"

@@ -1,0 +1,45 @@
+"""`--show-settings`: the settings a file would be checked with, and where
+they came from, so a user can see why a rule did or did not run."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from tapelint.config import ConfigExcluder, Resolver
+
+
+def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcluder, output_format: str) -> str:
+    path = paths[0]
+    config = resolver.config_for(path if os.path.isfile(path) else os.path.join(path, "-"))
+    settings = resolver.settings_for(path)
+    overrides = resolver.overrides
+    source = "none (--isolated)" if resolver.isolated else (config.path or "none (defaults)")
+    excluded = excluder.excluded_by(path)
+    rows = [
+        ("file", path),
+        ("configuration", source),
+        ("semantics", settings.semantics.value),
+        ("enabled rules", ", ".join(sorted(c for c in settings.select or () if settings.enabled(c)))),
+        ("ignored here (per-file)", ", ".join(sorted(settings.ignore)) or "-"),
+        ("exclude", _globs(config.exclude) if config.exclude is not None else "the built-in list"),
+        ("extend-exclude", _globs(config.extend_exclude + overrides.exclude)),
+        ("excluded", excluded or "no"),
+        ("force-exclude", _flag(overrides.force_exclude)),
+        ("respect-gitignore", _flag(overrides.respect_gitignore)),
+        ("output-format", output_format),
+        ("unsafe-fixes", _flag(settings.unsafe_fixes)),
+        ("report-unused-suppressions", _flag(settings.report_unused_suppressions)),
+        ("backward-functions", _globs(settings.backward_functions)),
+        ("tracked-functions", _globs(settings.tracked_functions)),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{name.ljust(width)}  {value}\n" for name, value in rows)
+
+
+def _globs(values: Sequence[str]) -> str:
+    return ", ".join(values) if values else "-"
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
