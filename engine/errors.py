@@ -121,3 +121,12 @@ class NotSupportedByEngine(Exception):
         super().__init__(f"not supported by the engine: {what}")
         RAISED.append(Raised("unsupported", str(self)))
         self.what = what
+
+
+def only_defaults(api: str, **given: object) -> None:
+    """Arguments the engine does not model are refused, never ignored: any value but
+    the default (None or False for every argument passed here) is unsupported, so a
+    confirmation never runs a different program than PyTorch would."""
+    for name, value in given.items():
+        if value is not None and value is not False:
+            raise NotSupportedByEngine(f"{api}({name}={value!r})")

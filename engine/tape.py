@@ -82,6 +82,7 @@ class Op:
     forward: Callable[..., Any]
     backward: Callable[["Ctx", "Tensor"], tuple["Tensor | None", ...]]
     saves: Union[tuple, Callable[[tuple[bool, ...]], tuple]] = ()
+    shown_transposed: tuple = ()  # inputs PyTorch saves as a `.t()` view (what its errors print)
 
     def slots(self, needs: tuple[bool, ...]) -> tuple:
         return self.saves(needs) if callable(self.saves) else self.saves
@@ -91,26 +92,38 @@ Edge = Union["Node", "Tensor", None]  # a parent node, a leaf that gets .grad, o
 
 
 class SavedTensor:
-    """A tensor a node saved, with the version it had then (PyTorch's check)."""
+    """A tensor a node saved, with the version it had then (PyTorch's check).
 
-    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin")
+    `source` is a weak reference to the saved handle: PyTorch names the tensor's
+    grad_fn as it is when the check fails (after `y.add_(1)`, "output 0 of Add";
+    a view whose storage changed, "output 0 of AsStrided")."""
+
+    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin", "source", "transposed")
 
     def __init__(self, data: np.ndarray, edge: Edge, counter: list | None, origin: str,
-                 is_output: bool = False) -> None:
+                 is_output: bool = False, source: "Tensor | None" = None,
+                 transposed: bool = False) -> None:
+        self.transposed = transposed
         self.arr = data
         self.edge = edge
         self.is_output = is_output
         self.counter = counter
         self.version = counter[0] if counter is not None else 0
         self.origin = origin
+        self.source = weakref.ref(source) if source is not None else None
 
-    def unpack(self, node: "Node") -> "Tensor":
+    def _origin_now(self) -> str:
+        t = self.source() if self.source is not None else None
+        return self.origin if t is None or t._base is not None else _origin(t)
+
+    def unpack(self, node: "Node", line: int | None = None) -> "Tensor":
         if self.counter is not None and self.counter[0] != self.version:
-            desc = f"torch.{dtypes.from_np(self.arr.dtype).type_name} {list(self.arr.shape)}"
+            shape = list(self.arr.shape)[::-1] if self.transposed else list(self.arr.shape)
+            desc = f"torch.{dtypes.from_np(self.arr.dtype).type_name} {shape}"
             raise errors.InplaceModifiedError(
-                errors.INPLACE.format(tensor=desc, origin=self.origin, version=self.counter[0],
-                                      expected=self.version),
-                node_id=node.id, node_line=node.line, modified_line=self.counter[1])
+                errors.INPLACE.format(tensor=desc, origin=self._origin_now(),
+                                      version=self.counter[0], expected=self.version),
+                node_id=node.id, node_line=node.line, modified_line=self.counter[1], line=line)
         if self.is_output:
             return Tensor(self.arr, node=node, tid=node.id)
         edge = self.edge
@@ -298,6 +311,13 @@ def _origin(t: Tensor) -> str:
     return f", which is output 0 of {t._node.op.name}," if t._node is not None else ""
 
 
+def _saved_origin(t: Tensor, as_view: bool = False) -> str:
+    """What PyTorch will name when `t` fails its version check: a tracked view whose
+    storage changed is regenerated as AsStrided."""
+    view = as_view or t._base is not None
+    return ", which is output 0 of AsStrided," if view and t.requires_grad else _origin(t)
+
+
 def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.ndarray],
            attrs: dict[str, Any], fresh: bool = False) -> Tensor:
     """Attach a node for `op` to `out` if grad mode is on and an input is tracked."""
@@ -313,8 +333,10 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.n
                                       is_output=True)
         elif isinstance(slot, int):
             t = inputs[slot]
+            as_view = slot in op.shown_transposed
             saved[slot] = SavedTensor(t.arr, edge_of(t), t._counter if t._id != -1 else None,
-                                      _origin(t))
+                                      _saved_origin(t, as_view), source=None if as_view or t._id == -1
+                                      else t, transposed=as_view)
         else:
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
     nid = _fresh_id() if fresh or out._id < 0 else out._id
@@ -489,7 +511,7 @@ def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
     if not strict and node.released and node.saves_any:
         raise errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
                                          consumed_line=node.released_line, line=line)
-    saved = {slot: s.unpack(node) for slot, s in (node.saved or {}).items()}
+    saved = {slot: s.unpack(node, line) for slot, s in (node.saved or {}).items()}
     t = node.out_ref()
     if t is not None and t._node is node and t._retains:
         _accumulate(t, g, STATE.grad_enabled)

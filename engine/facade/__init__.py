@@ -15,9 +15,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, methods, ops, rng
-from ..errors import NotSupportedByEngine
+from ..errors import NotSupportedByEngine, only_defaults
 from ..methods import MinMax, Size, device  # noqa: F401 - torch.Size, torch.device
-from ..tape import Tensor
+from ..tape import Tensor as _Tensor
+from .legacy import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: F401
+                     IntTensor, LongTensor, ShortTensor)
+from .legacy import Tensor
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 
@@ -45,12 +48,12 @@ def _dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype | None:
 def _make(arr: np.ndarray, requires_grad: Any = False, device: Any = None) -> Tensor:
     if device is not None:
         methods.device(device)
-    return Tensor(arr, requires_grad=requires_grad)
+    return _Tensor(arr, requires_grad=requires_grad)
 
 
 def _plain(data: Any) -> Any:
     """Python data with tensors replaced by their values (torch.tensor accepts both)."""
-    if isinstance(data, Tensor):
+    if isinstance(data, _Tensor):
         return data.arr
     if isinstance(data, (list, tuple)):
         return [_plain(d) for d in data]
@@ -59,30 +62,32 @@ def _plain(data: Any) -> Any:
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
            pin_memory: Any = False) -> Tensor:
-    if isinstance(data, Tensor):
+    if isinstance(data, _Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
                       ".requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
     plain = _plain(data)
-    arr = np.array(plain, dtype=_dtype(dtype, dtypes.infer(plain) if not isinstance(data, Tensor)
+    arr = np.array(plain, dtype=_dtype(dtype, dtypes.infer(plain) if not isinstance(data, _Tensor)
                                         else data.arr.dtype))
     return _make(arr, requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    if isinstance(data, Tensor) and dtype is None:
+    if isinstance(data, _Tensor) and dtype is None:
         return data
     return tensor(data, dtype=dtype)
 
 
 def from_numpy(arr: np.ndarray) -> Tensor:
-    return Tensor(arr)
+    return _Tensor(arr)
 
 
 def _creator(fill: Any) -> Any:
     def create(*size: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
-               **_: Any) -> Tensor:
+               out: Any = None, generator: Any = None, layout: Any = None, pin_memory: Any = False,
+               names: Any = None) -> Tensor:
+        only_defaults("torch tensor creation", out=out, generator=generator, names=names)
         shape = methods._shape_args(size)
         return _make(fill(shape, _dtype(dtype, dtypes.DEFAULT_FLOAT.np)), requires_grad, device)
     return create
@@ -133,16 +138,26 @@ def randperm(n: Any, dtype: Any = None, device: Any = None, requires_grad: Any =
                  requires_grad, device)
 
 
-def normal(mean: Any, std: Any, size: Any = None, **kw: Any) -> Tensor:
-    m = mean.arr if isinstance(mean, Tensor) else mean
-    s = std.arr if isinstance(std, Tensor) else std
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, out: Any = None,
+           dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = False,
+           requires_grad: Any = False) -> Tensor:
+    only_defaults("torch.normal", generator=generator, out=out)
+    tensors = [a for a in (mean, std) if isinstance(a, _Tensor)]
+    if tensors and (requires_grad or size is not None):
+        raise TypeError("normal() received an invalid combination of arguments")
+    if [a for a in tensors if a.requires_grad]:
+        raise NotSupportedByEngine("torch.normal with a mean or std that requires grad")
+    m = mean.arr if isinstance(mean, _Tensor) else mean
+    s = std.arr if isinstance(std, _Tensor) else std
     shape = tuple(size) if size is not None else np.broadcast(m, s).shape
-    return Tensor(rng.generator().normal(m, s, shape).astype(dtypes.DEFAULT_FLOAT.np))
+    arr = rng.generator().normal(m, s, shape).astype(_dtype(dtype, dtypes.DEFAULT_FLOAT.np))
+    return _make(arr, requires_grad, device)
 
 
 def _like(fill: Any) -> Any:
     def create(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: Any = False,
-               **_: Any) -> Tensor:
+               layout: Any = None, memory_format: Any = None, generator: Any = None) -> Tensor:
+        only_defaults("torch.*_like", generator=generator)
         dt = _dtype(dtype, t.arr.dtype)
         return _make(np.asarray(fill(t.arr.shape, dt)), requires_grad, device)
     return create
@@ -174,7 +189,7 @@ def set_default_dtype(d: Any) -> None:
 
 
 def is_tensor(x: Any) -> Any:
-    return isinstance(x, Tensor)
+    return isinstance(x, _Tensor)
 
 
 def is_floating_point(x: Tensor) -> Any:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import NotSupportedByEngine
+from ..errors import NotSupportedByEngine, only_defaults
 from ..tape import Tensor
 
 
@@ -72,7 +72,8 @@ class Optimizer:
 class SGD(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
-                 **_: Any) -> None:
+                 foreach: Any = None, differentiable: bool = False, fused: Any = None) -> None:
+        only_defaults("torch.optim.SGD", differentiable=differentiable)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
 
@@ -88,17 +89,19 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    decoupled = False
-
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False, **_: Any) -> None:
+                 foreach: Any = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: Any = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        only_defaults(f"torch.optim.{type(self).__name__}", differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+                                      amsgrad=amsgrad, maximize=maximize,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if wd and self.decoupled:
+        if wd and group["decoupled_weight_decay"]:
             p.arr *= np.asarray(1 - lr * wd, dtype=p.arr.dtype)
         elif wd:
             g = g + wd * p.arr
@@ -117,13 +120,12 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (default 1e-2, as in PyTorch)."""
 
-    decoupled = True
-
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False, **_: Any) -> None:
-        Optimizer.__init__(self, params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                              amsgrad=amsgrad, maximize=maximize))
+                 maximize: bool = False, foreach: Any = None, capturable: bool = False,
+                 differentiable: bool = False, fused: Any = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         differentiable=differentiable, decoupled_weight_decay=True)
 
 
 def __getattr__(name: str) -> Any:

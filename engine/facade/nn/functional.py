@@ -12,12 +12,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import ops, rng
-from ...errors import NotSupportedByEngine
+from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 
-relu, tanh, sigmoid = ops.relu, ops.tanh, ops.sigmoid
-leaky_relu, softmax, log_softmax, linear, pad = (ops.leaky_relu, ops.softmax, ops.log_softmax,
-                                                 ops.linear, ops.pad)
+tanh, sigmoid = ops.tanh, ops.sigmoid
+softmax, log_softmax, linear, pad = ops.softmax, ops.log_softmax, ops.linear, ops.pad
 
 
 def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
@@ -26,12 +25,20 @@ def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
     return out
 
 
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    return x.relu_() if inplace else ops.relu(x)
+
+
 def relu_(x: Tensor) -> Tensor:
     return x.relu_()
 
 
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _inplace_result(x, ops.leaky_relu(x, negative_slope), inplace)
+
+
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    return ops.clamp(x, 0.0, 6.0)
+    return _inplace_result(x, ops.clamp(x, 0.0, 6.0), inplace)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
@@ -76,6 +83,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """KL(target || exp(input)) pointwise; `batchmean` divides by the batch size."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if log_target:
         loss = ops.exp(target) * (target - input)
     else:
@@ -91,13 +99,21 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     """Identity (no node) in eval or with p=0; else a multiply by the scaled mask, as on CPU."""
     if not training or p == 0:
         return x
+    only_defaults("torch.nn.functional.dropout", inplace=inplace)
     keep = rng.generator().random(x.arr.shape) >= p
     scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
     return x * ops.const((keep * scale).astype(x.arr.dtype))
 
 
-def embedding(idx: Tensor, weight: Tensor, padding_idx: int | None = None, **_: Any) -> Tensor:
-    return ops.index(weight, np.asarray(idx.arr if isinstance(idx, Tensor) else idx))
+def embedding(idx: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    only_defaults("torch.nn.functional.embedding", max_norm=max_norm,
+                  scale_grad_by_freq=scale_grad_by_freq)
+    rows = np.asarray(idx.arr if isinstance(idx, Tensor) else idx)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.arr.shape[0]
+    return ops.embedding(weight, rows, padding_idx)
 
 
 def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
@@ -122,6 +138,16 @@ def layer_norm(x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None
 # ------------------------------------------------------------------- losses
 
 
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """PyTorch's reading of the deprecated `size_average=`/`reduce=` (either given wins
+    over `reduction`): reduce=False keeps every element, else size_average picks mean or sum."""
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is not None and not reduce:
+        return "none"
+    return "sum" if size_average is not None and not size_average else "mean"
+
+
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return ops.mean(loss)
@@ -134,17 +160,21 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
              reduction: str = "mean", weight: Any = None) -> Tensor:
+    only_defaults("torch.nn.functional.mse_loss", weight=weight)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     d = input - target
     return _reduce(d ** 2, reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
             reduction: str = "mean") -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     return _reduce(ops.abs(input - target), reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     d = ops.abs(input - target)
     return _reduce(ops.where(d.arr < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
@@ -153,6 +183,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
              reduction: str = "mean") -> Tensor:
     """Negative log-likelihood over dim 1 (dim 0 for an unbatched input)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     cdim = 1 if input.arr.ndim > 1 else 0
     tgt = target.arr.astype(np.int64)
     valid = tgt != ignore_index
@@ -169,6 +200,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                   size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     cdim = 1 if input.arr.ndim > 1 else 0
     logp = ops.log_softmax(input, cdim)
     if target.arr.dtype.kind == "f":  # class probabilities
@@ -192,6 +224,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                      weight: Tensor | None = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     log_one_plus_exp_neg = -ops.logsigmoid(input)
     if pos_weight is None:
         loss = (1 - target) * input + log_one_plus_exp_neg
@@ -205,6 +238,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     log_p = ops.clamp(ops.log(input), min=-100.0)
     log_q = ops.clamp(ops.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_q)
