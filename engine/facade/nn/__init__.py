@@ -11,6 +11,9 @@ from .modules import (ELU, GELU, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, D
                       LogSigmoid, LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, NLLLoss,
                       Parameter, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax,
                       Softplus, Tanh)
+from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d,  # noqa: F401
+                     BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
+                     MaxPool1d, MaxPool2d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 
 
