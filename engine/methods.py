@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dtypes, ops, rng
+from . import dtypes, ops, rng, tensor_ops
 from .errors import NUMPY_REQUIRES_GRAD, NotSupportedByEngine
 from .tape import Tensor, apply_inplace
 
@@ -542,7 +542,15 @@ METHODS: dict[str, Any] = {
     "max": _extreme(True), "min": _extreme(False), "amax": _amax(True), "amin": _amax(False),
     "argmax": _arg(True), "argmin": _arg(False), "logsumexp": ops.logsumexp,
     "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum,
-    "topk": topk, "sort": sort, "argsort": argsort,
+    "topk": topk, "sort": sort, "argsort": argsort, "cumprod": tensor_ops.cumprod,
+    "scatter_add": tensor_ops.scatter_add, "index_add": tensor_ops.index_add,
+    "unfold": tensor_ops.unfold, "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
+    "scatter_add_": lambda self, dim, index, src: apply_inplace(
+        tensor_ops.SCATTER_ADD, self, ops.cast(src, self.arr.dtype), dim=dim % self.arr.ndim,
+        idx=index.arr.astype(np.int64)),
+    "index_add_": lambda self, dim, index, source, alpha=1: apply_inplace(
+        tensor_ops.INDEX_ADD, self, ops.cast(source, self.arr.dtype), dim=dim % self.arr.ndim,
+        idx=index.arr.astype(np.int64).ravel(), alpha=alpha),
     "all": _logical(np.all), "any": _logical(np.any),
     "eq": _compare(np.equal), "ne": _compare(np.not_equal), "gt": _compare(np.greater),
     "ge": _compare(np.greater_equal), "lt": _compare(np.less), "le": _compare(np.less_equal),

@@ -7,6 +7,7 @@ Only what is listed here exists; any other `torch.X` raises
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from importlib.abc import MetaPathFinder
@@ -14,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes, methods, ops, rng
+from .. import dtypes, methods, ops, rng, tensor_ops
 from ..errors import NotSupportedByEngine, only_defaults
 from ..methods import MinMax, Size, device  # noqa: F401 - torch.Size, torch.device
 from ..tape import Tensor as _Tensor
@@ -232,6 +233,10 @@ cat = concat = concatenate = ops.cat
 stack = ops.stack
 clone = ops.clone
 detach = M["detach"]
+einsum, cumprod, cdist = tensor_ops.einsum, tensor_ops.cumprod, tensor_ops.cdist
+scatter_add, index_add = tensor_ops.scatter_add, tensor_ops.index_add
+lgamma, digamma = tensor_ops.lgamma, tensor_ops.digamma
+pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
 
 def allclose(a: Tensor, b: Tensor, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
