@@ -261,7 +261,10 @@ def __getattr__(name: str) -> Any:
     raise NotSupportedByEngine(f"torch.{name}")
 
 
-SUBMODULES = ("autograd", "cuda", "linalg", "nn", "nn.functional", "nn.init", "nn.utils", "optim")
+# torch.X -> this package's module that stands for it
+SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "cuda": "cuda",
+              "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
+              "nn.utils": "nn.utils", "optim": "optim"}
 
 
 class _Unsupported(MetaPathFinder):
@@ -280,8 +283,8 @@ def install() -> None:
     """Make `import torch` (and its listed submodules) load this facade."""
     me = sys.modules[__name__]
     sys.modules["torch"] = me
-    for sub in SUBMODULES:
-        sys.modules["torch." + sub] = sys.modules[f"{__name__}.{sub}"]
+    for name, sub in SUBMODULES.items():
+        sys.modules["torch." + name] = sys.modules[f"{__name__}.{sub}"]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
 
