@@ -196,12 +196,27 @@ def _digamma_np(x: np.ndarray) -> np.ndarray:
     return acc + series
 
 
+def _trigamma_np(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    acc = np.zeros_like(x)
+    y = x.copy()
+    for _ in range(6):
+        small = y < 6
+        acc += np.where(small, 1.0 / np.where(small, y, 1.0) ** 2, 0.0)
+        y = np.where(small, y + 1, y)
+    inv = 1.0 / y
+    inv2 = inv * inv
+    return acc + inv + inv2 / 2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 / 30)))
+
+
 def _lgamma_np(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.lgamma, otypes=[np.float64])(x).astype(x.dtype) if x.size else x.copy()
 
 
+TRIGAMMA = Op("Polygamma", lambda a: _trigamma_np(a).astype(a.dtype),
+              lambda c, g: (_no_second_order("polygamma"),), (0,))
 DIGAMMA = Op("Digamma", lambda a: _digamma_np(a).astype(a.dtype),
-             lambda c, g: (_no_second_order("digamma"),), (0,))
+             lambda c, g: (g * apply(TRIGAMMA, c.saved[0]),), (0,))
 LGAMMA = Op("Lgamma", _lgamma_np, lambda c, g: (g * apply(DIGAMMA, c.saved[0]),), (0,))
 
 

@@ -7,6 +7,7 @@ Only what is listed here exists; any other `torch.X` raises
 
 from __future__ import annotations
 
+import builtins
 import math
 import sys
 import warnings
@@ -239,6 +240,23 @@ lgamma, digamma = tensor_ops.lgamma, tensor_ops.digamma
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
 
+def diag_embed(x: _Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> _Tensor:
+    if (offset, dim1, dim2) != (0, -2, -1):
+        raise NotSupportedByEngine("torch.diag_embed with offset or dims")
+    k = x.arr.shape[-1]
+    base = ops.const(np.zeros(x.arr.shape + (k,), x.arr.dtype))
+    return ops.index_put(base, (Ellipsis, np.arange(k), np.arange(k)), x)
+
+
+def diag(x: _Tensor, diagonal: int = 0) -> _Tensor:
+    if diagonal:
+        raise NotSupportedByEngine("torch.diag with an offset")
+    if x.arr.ndim == 1:
+        return diag_embed(x)
+    k = builtins.min(x.arr.shape)
+    return ops.index(x, (np.arange(k), np.arange(k)))
+
+
 def allclose(a: Tensor, b: Tensor, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
     return np.allclose(a.arr, b.arr, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
@@ -250,7 +268,7 @@ def broadcast_tensors(*ts: Tensor) -> tuple[Tensor, ...]:
 
 # --------------------------------------------------------------- submodules
 
-from . import autograd, cuda, linalg, nn, optim  # noqa: E402
+from . import autograd, cuda, distributions, linalg, nn, optim  # noqa: E402
 from .nn import functional as _functional  # noqa: E402,F401
 
 
@@ -264,7 +282,10 @@ def __getattr__(name: str) -> Any:
 # torch.X -> this package's module that stands for it
 SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "cuda": "cuda",
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
-              "nn.utils": "nn.utils", "optim": "optim"}
+              "nn.utils": "nn.utils", "optim": "optim", "distributions": "distributions",
+              **{f"distributions.{m}": "distributions" for m in
+                 ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
+                  "one_hot_categorical")}}
 
 
 class _Unsupported(MetaPathFinder):
