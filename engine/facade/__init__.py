@@ -268,7 +268,7 @@ def broadcast_tensors(*ts: Tensor) -> tuple[Tensor, ...]:
 
 # --------------------------------------------------------------- submodules
 
-from . import autograd, cuda, distributions, linalg, nn, optim  # noqa: E402
+from . import autograd, cuda, distributions, linalg, nn, optim, utils  # noqa: E402
 from .nn import functional as _functional  # noqa: E402,F401
 
 
@@ -282,7 +282,8 @@ def __getattr__(name: str) -> Any:
 # torch.X -> this package's module that stands for it
 SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "cuda": "cuda",
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
-              "nn.utils": "nn.utils", "optim": "optim", "distributions": "distributions",
+              "nn.utils": "nn.utils", "optim": "optim", "optim.lr_scheduler": "lr_scheduler",
+              "utils": "utils", "utils.data": "data", "distributions": "distributions",
               **{f"distributions.{m}": "distributions" for m in
                  ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
                   "one_hot_categorical")}}

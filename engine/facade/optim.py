@@ -128,6 +128,60 @@ class AdamW(Adam):
                          differentiable=differentiable, decoupled_weight_decay=True)
 
 
+class RMSprop(Optimizer):
+    def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach: Any = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        only_defaults("torch.optim.RMSprop", differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered, maximize=maximize))
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        alpha, eps = group["alpha"], group["eps"]
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.arr
+        if not state:
+            state.update(step=0, square_avg=np.zeros_like(p.arr), grad_avg=np.zeros_like(p.arr),
+                         momentum_buffer=np.zeros_like(p.arr))
+        state["step"] += 1
+        sq = state["square_avg"] = alpha * state["square_avg"] + (1 - alpha) * g * g
+        if group["centered"]:
+            ga = state["grad_avg"] = alpha * state["grad_avg"] + (1 - alpha) * g
+            avg = np.sqrt(sq - ga * ga) + eps
+        else:
+            avg = np.sqrt(sq) + eps
+        if group["momentum"]:
+            buf = state["momentum_buffer"] = group["momentum"] * state["momentum_buffer"] + g / avg
+            p.arr -= np.asarray(group["lr"] * buf, dtype=p.arr.dtype)
+        else:
+            p.arr -= np.asarray(group["lr"] * g / avg, dtype=p.arr.dtype)
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: Any = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: Any = None) -> None:
+        only_defaults("torch.optim.Adagrad", differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps,
+                                      maximize=maximize))
+        for group in self.param_groups:  # PyTorch fills the state at construction
+            for p in group["params"]:
+                self.state[id(p)] = {"step": 0, "sum": np.full_like(p.arr, group["initial_accumulator_value"])}
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.arr
+        state["step"] += 1
+        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        state["sum"] = state["sum"] + g * g
+        p.arr -= np.asarray(clr * g / (np.sqrt(state["sum"]) + group["eps"]), dtype=p.arr.dtype)
+
+
+from . import lr_scheduler  # noqa: E402,F401 - torch.optim.lr_scheduler
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
