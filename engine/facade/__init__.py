@@ -306,7 +306,9 @@ def install() -> None:
     me = sys.modules[__name__]
     sys.modules["torch"] = me
     for name, sub in SUBMODULES.items():
-        sys.modules["torch." + name] = sys.modules[f"{__name__}.{sub}"]
+        mod = sys.modules["torch." + name] = sys.modules[f"{__name__}.{sub}"]
+        if not hasattr(mod, "__path__"):  # a package to the import system, so that an unknown
+            mod.__path__ = []  # type: ignore[attr-defined]  # torch.X.Y reaches _Unsupported
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
 
