@@ -112,3 +112,22 @@ def test_conv_weight_bound_matches_pytorch_init(fresh) -> None:
     bound = 1 / np.sqrt(3 * 9)
     w = np.abs(conv.weight.detach().numpy())
     assert bound / 2 < w.max() <= bound
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("layout", ["2d", "offsets", "last_offset"])
+def test_embedding_bag_agrees(fresh, mode: str, layout: str) -> None:
+    results = []
+    for L in (torch, E):
+        bag = L.nn.EmbeddingBag(10, 3, mode=mode, include_last_offset=layout == "last_offset")
+        bag.weight.data = L.tensor(np.arange(30, dtype=np.float32).reshape(10, 3) / 7 - 2)
+        bag.weight.requires_grad_(True)
+        if layout == "2d":
+            out = bag(L.tensor([[1, 2, 4], [4, 3, 9]]))
+        else:
+            offsets = [0, 2, 2, 5] + ([6] if layout == "last_offset" else [])
+            out = bag(L.tensor([1, 2, 4, 5, 4, 3]), L.tensor(offsets))
+        (out * out).sum().backward()
+        results.append((out.detach().numpy().copy(), bag.weight.grad.numpy().copy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -116,6 +116,31 @@ def embedding(idx: Tensor, weight: Tensor, padding_idx: int | None = None,
     return ops.embedding(weight, rows, padding_idx)
 
 
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """Rows of `input` (2-D) or segments cut by `offsets` (1-D), each reduced by sum/mean/max."""
+    only_defaults("torch.nn.functional.embedding_bag", max_norm=max_norm,
+                  scale_grad_by_freq=scale_grad_by_freq, padding_idx=padding_idx)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights "
+                                  f"is only supported for mode='sum' (got mode='{mode}').")
+    rows = embedding(input, weight)
+    if per_sample_weights is not None:
+        rows = rows * ops.unsqueeze(per_sample_weights, -1)
+    reduce = {"sum": lambda t: ops.sum(t, 0), "mean": lambda t: ops.mean(t, 0),
+              "max": lambda t: t.max(0).values}[mode]
+    if input.arr.ndim == 2:
+        return ops.stack([reduce(r) for r in rows.unbind(0)], 0) if input.arr.shape[0] else rows
+    starts = offsets.arr.astype(np.int64).tolist()
+    ends = starts[1:] + ([] if include_last_offset else [input.arr.shape[0]])
+    if include_last_offset:
+        starts = starts[:-1]
+    zero = ops.const(np.zeros(weight.arr.shape[1], weight.arr.dtype))
+    return ops.stack([reduce(rows[a:b]) if b > a else zero for a, b in zip(starts, ends)], 0)
+
+
 def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
     n = int(t.arr.max()) + 1 if num_classes < 0 else num_classes
     return Tensor(np.eye(n, dtype=np.int64)[t.arr])
@@ -196,6 +221,38 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     return nn_ops.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+# ------------------------------------------------------------------ attention
+
+
+def additive_mask(mask: Tensor | None, like: Tensor, true_blocks: bool) -> Tensor | None:
+    """A mask as the float added to attention scores (-inf where attention is blocked)."""
+    if mask is None:
+        return None
+    if mask.arr.dtype == np.bool_:
+        blocked = mask.arr if true_blocks else ~mask.arr
+        return ops.const(np.where(blocked, -np.inf, 0.0).astype(like.arr.dtype))
+    return mask
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
+    only_defaults("torch.nn.functional.scaled_dot_product_attention", enable_gqa=enable_gqa)
+    n_q, n_k = query.arr.shape[-2], key.arr.shape[-2]
+    factor = 1.0 / math.sqrt(query.arr.shape[-1]) if scale is None else scale
+    scores = ops.matmul(query, ops.transpose(key, -2, -1)) * factor
+    if is_causal:
+        scores = scores + ops.const(np.where(np.tril(np.ones((n_q, n_k), bool)), 0.0, -np.inf)
+                                    .astype(scores.arr.dtype))
+    mask = additive_mask(attn_mask, scores, true_blocks=False)
+    if mask is not None:
+        scores = scores + mask
+    weights = ops.softmax(scores, -1)
+    if dropout_p > 0:
+        weights = F.dropout(weights, dropout_p, True)
+    return ops.matmul(weights, value)
 
 
 # ------------------------------------------------------------------- losses

@@ -379,6 +379,26 @@ class Embedding(Module):
         return F.embedding(idx, self.weight, self.padding_idx)
 
 
+class EmbeddingBag(Module):
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Any = None, include_last_offset: bool = False,
+                 padding_idx: int | None = None, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        factory("torch.nn.EmbeddingBag", device, dtype)
+        only_defaults("torch.nn.EmbeddingBag", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
+                      _weight=_weight, padding_idx=padding_idx)
+        self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
+        self.include_last_offset = include_last_offset
+        self.weight = initialised(rng.generator().standard_normal((num_embeddings, embedding_dim)))
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, mode=self.mode,
+                               per_sample_weights=per_sample_weights,
+                               include_last_offset=self.include_last_offset)
+
+
 class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
