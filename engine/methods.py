@@ -544,7 +544,7 @@ METHODS: dict[str, Any] = {
     "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum,
     "topk": topk, "sort": sort, "argsort": argsort, "cumprod": tensor_ops.cumprod,
     "scatter_add": tensor_ops.scatter_add, "index_add": tensor_ops.index_add,
-    "unfold": tensor_ops.unfold, "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
+    "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu, "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
     "scatter_add_": lambda self, dim, index, src: apply_inplace(
         tensor_ops.SCATTER_ADD, self, ops.cast(src, self.arr.dtype), dim=dim % self.arr.ndim,
         idx=index.arr.astype(np.int64)),

@@ -83,6 +83,7 @@ class Op:
     backward: Callable[["Ctx", "Tensor"], tuple["Tensor | None", ...]]
     saves: Union[tuple, Callable[[tuple[bool, ...]], tuple]] = ()
     shown_transposed: tuple = ()  # inputs PyTorch saves as a `.t()` view (what its errors print)
+    lazy_saved: bool = False  # freed saved tensors fail when read (custom Functions), not up front
 
     def slots(self, needs: tuple[bool, ...]) -> tuple:
         return self.saves(needs) if callable(self.saves) else self.saves
@@ -137,9 +138,11 @@ class SavedTensor:
 class Ctx:
     """What a backward sees: its saved tensors (unpacked), attributes, input shapes."""
 
-    __slots__ = ("saved", "attrs", "shapes", "dtypes", "needs")
+    __slots__ = ("saved", "attrs", "shapes", "dtypes", "needs", "freed")
 
-    def __init__(self, saved: dict, attrs: dict, shapes: tuple, dts: tuple, needs: tuple) -> None:
+    def __init__(self, saved: dict, attrs: dict, shapes: tuple, dts: tuple, needs: tuple,
+                 freed: Callable[[], Exception] | None = None) -> None:
+        self.freed = freed  # for lazy_saved ops: the error reading freed saved tensors raises
         self.saved = saved
         self.attrs = attrs
         self.shapes = shapes
@@ -508,18 +511,24 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
 def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
               strict: bool) -> tuple[Tensor | None, ...]:
     """Run one node's backward (checks first: freed, then versions), then free it."""
-    if not strict and node.released and node.saves_any:
-        raise errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
-                                         consumed_line=node.released_line, line=line)
+    freed = not strict and node.released and node.saves_any
+    if freed and not node.op.lazy_saved:
+        raise _second_backward(node, line)
     saved = {slot: s.unpack(node, line) for slot, s in (node.saved or {}).items()}
     t = node.out_ref()
     if t is not None and t._node is node and t._retains:
         _accumulate(t, g, STATE.grad_enabled)
-    ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs)
+    ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs,
+              (lambda: _second_backward(node, user_line())) if freed else None)
     in_grads = node.op.backward(ctx, g)
     if not retain:
         node.release(line)
     return in_grads
+
+
+def _second_backward(node: Node, line: int | None) -> errors.SecondBackwardError:
+    return errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
+                                      consumed_line=node.released_line, line=line)
 
 
 def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:

@@ -232,6 +232,28 @@ def digamma(a: Tensor) -> Tensor:
     return apply(DIGAMMA, ops._float(a))
 
 
+# ------------------------------------------------------------------ tril, triu
+
+
+def _triangle_mask(shape: tuple, diagonal: int, lower: bool) -> np.ndarray:
+    rows, cols = shape[-2:]
+    ones = np.ones((rows, cols), bool)
+    return np.tril(ones, diagonal) if lower else np.triu(ones, diagonal)
+
+
+TRIANGLE = Op("Tril", lambda a, diagonal, lower: np.where(_triangle_mask(a.shape, diagonal, lower), a,
+                                                        np.zeros((), a.dtype)),
+              lambda c, g: (apply(TRIANGLE, g, diagonal=c.attrs["diagonal"], lower=c.attrs["lower"]),))
+
+
+def tril(a: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(TRIANGLE, a, diagonal=diagonal, lower=True)
+
+
+def triu(a: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(TRIANGLE, a, diagonal=diagonal, lower=False)
+
+
 # ----------------------------------------------------------------------- cdist
 
 

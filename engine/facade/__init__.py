@@ -236,7 +236,7 @@ clone = ops.clone
 detach = M["detach"]
 einsum, cumprod, cdist = tensor_ops.einsum, tensor_ops.cumprod, tensor_ops.cdist
 scatter_add, index_add = tensor_ops.scatter_add, tensor_ops.index_add
-lgamma, digamma = tensor_ops.lgamma, tensor_ops.digamma
+lgamma, digamma, tril, triu = tensor_ops.lgamma, tensor_ops.digamma, tensor_ops.tril, tensor_ops.triu
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
 

@@ -4,7 +4,8 @@
 calls the user's `backward` (grad mode on only under `create_graph`, as in
 PyTorch). What `ctx.save_for_backward` receives becomes the node's saved
 tensors, with their version counters: they are freed by a backward like any
-saved tensor, so a second backward fails with PyTorch's error, and an in-place
+saved tensor, so a second backward fails with PyTorch's error where PyTorch
+raises it (reading `ctx.saved_tensors` in the user's backward), and an in-place
 change after saving fails the version check.
 """
 
@@ -25,12 +26,15 @@ class FunctionCtx:
         self.to_save: tuple = ()
         self.materialize_grads = True
         self._saved: list[Tensor] | None = None
+        self._freed: Callable[[], Exception] | None = None
 
     def save_for_backward(self, *tensors: Any) -> None:
         self.to_save = tensors
 
     @property
     def saved_tensors(self) -> tuple:
+        if self._freed is not None:  # PyTorch fails here, inside the user's backward
+            raise self._freed()
         if self._saved is None:
             raise RuntimeError("saved_tensors is only available in backward")
         return tuple(self._saved)
@@ -91,7 +95,7 @@ class Function:
             out = Tensor(out.arr, counter=out._counter)
         slots, extras = _slots(ctx, inputs, out)
         op = Op(cls.__name__, _unused_forward, _backward_of(cls, ctx, slots, positions, len(args)),
-                tuple(s for s in slots if s is not None))
+                tuple(s for s in slots if s is not None), lazy_saved=True)
         return record(op, inputs, out, extras, {})
 
 
@@ -102,11 +106,12 @@ def _unused_forward(*arrays: Any) -> Any:
 def _backward_of(cls: type, ctx: FunctionCtx, slots: tuple, positions: list[int],
                  nargs: int) -> Callable[[Ctx, Tensor], tuple]:
     def backward(c: Ctx, g: Tensor) -> tuple:
-        ctx._saved = [None if s is None else c.saved[s] for s in slots]
+        ctx._freed = c.freed
+        ctx._saved = None if c.freed else [None if s is None else c.saved[s] for s in slots]
         try:
             grads = cls.backward(ctx, g)
         finally:
-            ctx._saved = None
+            ctx._saved, ctx._freed = None, None
         grads = grads if isinstance(grads, tuple) else (grads,)
         if len(grads) != nargs:
             raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of "

@@ -81,6 +81,22 @@ def test_saved_tensors_are_freed_like_any_saved_tensor(fresh, which: int) -> Non
     assert _second_backward(E, which) == _second_backward(torch, which)
 
 
+def test_second_backward_fails_where_saved_tensors_are_read(fresh) -> None:
+    """PyTorch raises inside the user's backward, at `ctx.saved_tensors`."""
+    import traceback
+
+    lines = []
+    for L in (E, torch):
+        Exp = functions(L)[0]
+        loss = Exp.apply(L.tensor([0.5], requires_grad=True)).sum()
+        loss.backward()
+        with pytest.raises(RuntimeError, match="second time") as info:
+            loss.backward()
+        frames = [f for f in traceback.extract_tb(info.tb) if f.filename == __file__]
+        lines.append(frames[-1].line)
+    assert lines[0] == lines[1] == "(y,) = ctx.saved_tensors"
+
+
 def test_inplace_change_of_a_saved_tensor(fresh) -> None:
     messages = []
     for L in (E, torch):

@@ -29,6 +29,7 @@ CASES = {
     "cdist": (lambda L, a, b: L.cdist(a, b), [(4, 3), (5, 3)]),
     "cdist_p1_batched": (lambda L, a, b: L.cdist(a, b, p=1), [(2, 4, 3), (2, 5, 3)]),
     "lgamma": (lambda L, a: (a * a + 0.5).lgamma(), [(3, 4)]),
+    "tril": (lambda L, a: L.tril(a, -1) + a.triu(2), [(2, 4, 5)]),
 }
 
 

@@ -251,7 +251,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         scores = scores + mask
     weights = ops.softmax(scores, -1)
     if dropout_p > 0:
-        weights = F.dropout(weights, dropout_p, True)
+        weights = dropout(weights, dropout_p, True)
     return ops.matmul(weights, value)
 
 
