@@ -40,6 +40,7 @@ class State:
     live_nodes: int = 0
     saved_bytes: int = 0
     store: dict[int, "Node"] = field(default_factory=dict)  # strict: the tape's records
+    saved_hooks: list = field(default_factory=list)  # (pack, unpack) of saved_tensors_hooks, innermost last
 
 
 STATE = State()
@@ -99,12 +100,15 @@ class SavedTensor:
     grad_fn as it is when the check fails (after `y.add_(1)`, "output 0 of Add";
     a view whose storage changed, "output 0 of AsStrided")."""
 
-    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin", "source", "transposed")
+    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin", "source", "transposed",
+                 "packed", "unpack_hook")
 
     def __init__(self, data: np.ndarray, edge: Edge, counter: list | None, origin: str,
                  is_output: bool = False, source: "Tensor | None" = None,
                  transposed: bool = False) -> None:
         self.transposed = transposed
+        self.packed: Any = None
+        self.unpack_hook: Callable[[Any], Any] | None = None
         self.arr = data
         self.edge = edge
         self.is_output = is_output
@@ -125,6 +129,9 @@ class SavedTensor:
                 errors.INPLACE.format(tensor=desc, origin=self._origin_now(),
                                       version=self.counter[0], expected=self.version),
                 node_id=node.id, node_line=node.line, modified_line=self.counter[1], line=line)
+        if self.unpack_hook is not None:  # saved_tensors_hooks: the tensor comes from unpack
+            self.arr = _hooked_array(self.unpack_hook(self.packed), self.transposed)
+            self.unpack_hook, self.packed = None, None
         if self.is_output:
             return Tensor(self.arr, node=node, tid=node.id)
         edge = self.edge
@@ -180,14 +187,15 @@ class Node:
             STATE.store[nid] = self
 
     def name(self) -> str:
-        return f"{self.op.name}Backward0"
+        return type(self).__name__
 
     def __repr__(self) -> str:
         return f"<{self.name()} object (node {self.id})>"
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((e if isinstance(e, Node) else None, 0) for e in self.inputs)
+        """PyTorch's edges: a parent node, an `AccumulateGrad` for a leaf, or None."""
+        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.inputs)
 
     def handle_alive(self) -> bool:
         t = self.out_ref()
@@ -211,6 +219,35 @@ class Node:
 
 def _dead() -> None:
     return None
+
+
+_NODE_CLASSES: dict[str, type] = {}
+
+
+def node_class(op_name: str) -> type:
+    """One Node subclass per op, named as PyTorch names its node (`MulBackward0`)."""
+    cls = _NODE_CLASSES.get(op_name)
+    if cls is None:
+        cls = _NODE_CLASSES[op_name] = type(f"{op_name}Backward0", (Node,), {"__slots__": ()})
+    return cls
+
+
+class AccumulateGrad:
+    """The edge to a leaf: where its gradient accumulates into `.grad`."""
+
+    next_functions: tuple = ()
+
+    def __init__(self, variable: "Tensor") -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self) -> int:
+        return id(self.variable)
 
 
 # ------------------------------------------------------------------------ tensor
@@ -342,13 +379,38 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.n
                                       else t, transposed=as_view)
         else:
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
+    if STATE.saved_hooks:
+        _pack(saved, inputs, out)
     nid = _fresh_id() if fresh or out._id < 0 else out._id
-    node = Node(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
+    node = node_class(op.name)(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
                 saved, attrs, tuple(t.arr.shape for t in inputs),
                 tuple(t.arr.dtype for t in inputs))
     out._node = node
     node.out_ref = weakref.ref(out)
     return out
+
+
+def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
+    """Hand each saved tensor to the innermost pack hook, as PyTorch does at save time."""
+    pack, unpack = STATE.saved_hooks[-1]
+    prev, STATE.grad_enabled = STATE.grad_enabled, False
+    try:
+        for slot, st in saved.items():
+            if slot == "out":
+                shown = out
+            elif isinstance(slot, int):
+                t = inputs[slot]
+                shown = Tensor(t.arr.T, tid=-1) if st.transposed else t
+            else:
+                shown = Tensor(st.arr, tid=-1)
+            st.packed, st.unpack_hook = pack(shown), unpack
+    finally:
+        STATE.grad_enabled = prev
+
+
+def _hooked_array(t: Any, transposed: bool) -> np.ndarray:
+    arr = t.arr if isinstance(t, Tensor) else np.asarray(t)
+    return arr.T if transposed else arr
 
 
 def _fresh_id() -> int:

@@ -280,7 +280,8 @@ def __getattr__(name: str) -> Any:
 
 
 # torch.X -> this package's module that stands for it
-SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "cuda": "cuda",
+SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd.graph": "graph",
+              "cuda": "cuda",
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
               "nn.utils": "nn.utils", "optim": "optim", "optim.lr_scheduler": "lr_scheduler",
               "utils": "utils", "utils.data": "data", "distributions": "distributions",
