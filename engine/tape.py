@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Sequence, Union
 import numpy as np
 
 from . import dtypes, errors
-from .source import user_line
+from .source import user_line, user_lines
 
 SEMANTICS = ("torch", "strict")
 
@@ -128,7 +128,8 @@ class SavedTensor:
             raise errors.InplaceModifiedError(
                 errors.INPLACE.format(tensor=desc, origin=self._origin_now(),
                                       version=self.counter[0], expected=self.version),
-                node_id=node.id, node_line=node.line, modified_line=self.counter[1], line=line)
+                node_id=node.id, node_line=node.line, modified_line=self.counter[1], line=line,
+                node_lines=node.lines)
         if self.unpack_hook is not None:  # saved_tensors_hooks: the tensor comes from unpack
             self.arr = _hooked_array(self.unpack_hook(self.packed), self.transposed)
             self.unpack_hook, self.packed = None, None
@@ -161,7 +162,7 @@ class Node:
     """A recorded operation: its step (backward + saved tensors) and its record."""
 
     __slots__ = ("id", "op", "inputs", "needs", "saved", "attrs", "shapes", "dtypes", "line",
-                 "saves_any", "nbytes", "released", "released_line", "out_ref", "generation",
+                 "lines", "saves_any", "nbytes", "released", "released_line", "out_ref", "generation",
                  "__weakref__")
 
     def __init__(self, nid: int, op: Op, inputs: tuple[Edge, ...], needs: tuple[bool, ...],
@@ -174,7 +175,8 @@ class Node:
         self.attrs = attrs
         self.shapes = shapes
         self.dtypes = dts
-        self.line = user_line()
+        self.lines = user_lines()
+        self.line = self.lines[0] if self.lines else None
         self.saves_any = bool(saved)
         self.nbytes = sum(s.arr.nbytes for s in saved.values())
         self.released = False  # torch: saved tensors freed; strict: step consumed
@@ -526,7 +528,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
             if node.released:
                 raise errors.TapeConsumedError(
                     errors.TAPE_CONSUMED.format(node_id=node.id), node_id=node.id,
-                    node_line=node.line, consumed_line=node.released_line, line=line)
+                    node_line=node.line, consumed_line=node.released_line, line=line,
+                    node_lines=node.lines)
         for node in nodes:
             node.released, node.released_line = True, line
     targets = list(inputs) if inputs is not None else None
@@ -590,7 +593,8 @@ def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
 
 def _second_backward(node: Node, line: int | None) -> errors.SecondBackwardError:
     return errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
-                                      consumed_line=node.released_line, line=line)
+                                      consumed_line=node.released_line, line=line,
+                                      node_lines=node.lines)
 
 
 def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
