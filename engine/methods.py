@@ -397,7 +397,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 def _random_(draw: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        values = draw(rng.generator(), self.arr.shape, *args, **kwargs).astype(self.arr.dtype)
+        values = draw(rng.generator(), self.arr.shape, self.arr.dtype, *args, **kwargs)
         return _fill(self, values)
     return method
 
@@ -561,8 +561,8 @@ METHODS: dict[str, Any] = {
     "add_": _inplace(ops.ADD), "sub_": _inplace(ops.SUB), "mul_": _inplace(ops.MUL),
     "div_": _inplace(ops.DIV), "relu_": _inplace(ops.RELU), "zero_": zero_, "fill_": _fill,
     "copy_": copy_, "clamp_": clamp_, "masked_fill_": masked_fill_,
-    "normal_": _random_(lambda g, shape, mean=0.0, std=1.0: g.normal(mean, std, shape)),
-    "uniform_": _random_(lambda g, shape, a=0.0, b=1.0: g.uniform(a, b, shape)),
+    "normal_": _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(mean, std, shape, dt)),
+    "uniform_": _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(a, b, shape, dt)),
     "new_zeros": _new(lambda self, *s: np.zeros(_shape_args(s))),
     "new_ones": _new(lambda self, *s: np.ones(_shape_args(s))),
     "new_empty": _new(lambda self, *s: np.zeros(_shape_args(s))),

@@ -98,8 +98,8 @@ def _creator(fill: Any) -> Any:
 zeros = _creator(lambda s, dt: np.zeros(s, dt))
 ones = _creator(lambda s, dt: np.ones(s, dt))
 empty = zeros
-randn = _creator(lambda s, dt: rng.generator().standard_normal(s).astype(dt))
-rand = _creator(lambda s, dt: rng.generator().random(s).astype(dt))
+randn = _creator(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
+rand = _creator(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
@@ -131,12 +131,12 @@ def randint(low: Any, high: Any = None, size: Any = None, dtype: Any = None, dev
             requires_grad: Any = False) -> Tensor:
     if size is None:
         low, high, size = 0, low, high
-    arr = rng.generator().integers(low, high, tuple(size)).astype(_dtype(dtype, np.dtype(np.int64)))
+    arr = rng.generator().integers(builtins.int(low), builtins.int(high), tuple(size)).astype(_dtype(dtype, np.dtype(np.int64)))
     return _make(arr, requires_grad, device)
 
 
 def randperm(n: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
-    return _make(rng.generator().permutation(n).astype(_dtype(dtype, np.dtype(np.int64))),
+    return _make(rng.generator().permutation(builtins.int(n)).astype(_dtype(dtype, np.dtype(np.int64))),
                  requires_grad, device)
 
 
@@ -152,7 +152,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     m = mean.arr if isinstance(mean, _Tensor) else mean
     s = std.arr if isinstance(std, _Tensor) else std
     shape = tuple(size) if size is not None else np.broadcast(m, s).shape
-    arr = rng.generator().normal(m, s, shape).astype(_dtype(dtype, dtypes.DEFAULT_FLOAT.np))
+    dt = _dtype(dtype, dtypes.DEFAULT_FLOAT.np)
+    arr = (rng.generator().normal(0.0, 1.0, shape, dt) * s + m).astype(dt)
     return _make(arr, requires_grad, device)
 
 
@@ -168,8 +169,8 @@ def _like(fill: Any) -> Any:
 zeros_like = _like(lambda s, dt: np.zeros(s, dt))
 ones_like = _like(lambda s, dt: np.ones(s, dt))
 empty_like = zeros_like
-randn_like = _like(lambda s, dt: rng.generator().standard_normal(s).astype(dt))
-rand_like = _like(lambda s, dt: rng.generator().random(s).astype(dt))
+randn_like = _like(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
+rand_like = _like(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
 
 
 def full_like(t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,

@@ -124,7 +124,7 @@ class SequentialSampler:
 
 class RandomSampler(SequentialSampler):
     def __iter__(self) -> Iterator[int]:
-        return iter(rng.generator().permutation(len(self.data_source)).tolist())
+        return iter(rng.other().permutation(len(self.data_source)).tolist())
 
 
 class DataLoader:

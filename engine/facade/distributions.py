@@ -117,13 +117,12 @@ class Normal(Distribution):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
         with _NoGrad():
-            draw = rng.generator().normal(np.broadcast_to(self.loc.arr, shape),
-                                          np.broadcast_to(self.scale.arr, shape))
-            return Tensor(draw.astype(self.loc.arr.dtype))
+            eps = rng.generator().normal(0.0, 1.0, shape, self.loc.arr.dtype)
+            return Tensor((eps * self.scale.arr + self.loc.arr).astype(self.loc.arr.dtype))
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
-        eps = ops.const(rng.generator().standard_normal(shape).astype(self.loc.arr.dtype))
+        eps = ops.const(rng.generator().normal(0.0, 1.0, shape, self.loc.arr.dtype))
         return self.loc + eps * self.scale
 
     def log_prob(self, value: Any) -> Tensor:
@@ -180,7 +179,7 @@ class Categorical(Distribution):
         shape = _shape(sample_shape)
         p = self.probs.arr.reshape(-1, self._num_events).astype(np.float64)
         cdf = np.cumsum(p / p.sum(-1, keepdims=True), -1)
-        u = rng.generator().random((int(np.prod(shape)) if shape else 1, p.shape[0]))
+        u = rng.other().random((int(np.prod(shape)) if shape else 1, p.shape[0]))
         draws = (u[..., None] > cdf[None]).sum(-1).clip(max=self._num_events - 1)
         return Tensor(draws.reshape(shape + self._batch_shape).astype(np.int64))
 
@@ -236,7 +235,7 @@ class Bernoulli(Distribution):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
         p = np.broadcast_to(self.probs.arr, shape)
-        return Tensor((rng.generator().random(shape) < p).astype(self.probs.arr.dtype))
+        return Tensor((rng.other().random(shape) < p).astype(self.probs.arr.dtype))
 
     def log_prob(self, value: Any) -> Tensor:
         logits, value = _broadcast_all(self.logits, value)
@@ -276,7 +275,7 @@ class MultivariateNormal(Distribution):
         return self._std ** 2
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        eps = ops.const(rng.generator().standard_normal(self._extended(sample_shape)).astype(np.float32))
+        eps = ops.const(rng.generator().normal(0.0, 1.0, self._extended(sample_shape), np.float32))
         return self.loc + eps * self._std
 
     def _half_log_det(self) -> Tensor:
@@ -305,7 +304,7 @@ class Beta(Distribution):
         shape = self._extended(sample_shape)
         a = np.broadcast_to(self.concentration1.arr, shape)
         b = np.broadcast_to(self.concentration0.arr, shape)
-        return Tensor(rng.generator().beta(a, b).astype(np.float32))
+        return Tensor(rng.other().beta(a, b).astype(np.float32))
 
     def _log_beta(self) -> Tensor:
         a, b = self.concentration1, self.concentration0

@@ -18,8 +18,8 @@ from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, factory, in
 
 
 def _xavier(shape: tuple[int, int]) -> Any:
-    bound = math.sqrt(6.0 / (shape[0] + shape[1]))
-    return initialised(rng.generator().uniform(-bound, bound, shape))
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (shape[0] + shape[1]))
+    return initialised(rng.generator().uniform(-bound, bound, shape, np.float32))
 
 
 class MultiheadAttention(Module):
@@ -36,9 +36,10 @@ class MultiheadAttention(Module):
             raise AssertionError("embed_dim must be divisible by num_heads")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
+        out_proj = Linear(embed_dim, embed_dim, bias=bias)  # drawn first, as in PyTorch
         self.in_proj_weight = _xavier((3 * embed_dim, embed_dim))
         self.in_proj_bias = initialised(np.zeros(3 * embed_dim)) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = out_proj
         if bias:
             self.out_proj.bias = initialised(np.zeros(embed_dim), 2)
 

@@ -47,21 +47,21 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     only_defaults("torch.nn.init.uniform_", generator=generator)
-    return _fill(t, rng.generator().uniform(a, b, t.arr.shape))
+    return _fill(t, rng.generator().uniform(a, b, t.arr.shape, t.arr.dtype))
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     only_defaults("torch.nn.init.normal_", generator=generator)
-    return _fill(t, rng.generator().normal(mean, std, t.arr.shape))
+    return _fill(t, rng.generator().normal(mean, std, t.arr.shape, t.arr.dtype))
 
 
 def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Any = None) -> Tensor:
     only_defaults("torch.nn.init.trunc_normal_", generator=generator)
-    values = rng.generator().normal(mean, std, t.arr.shape)
+    values = rng.other().normal(mean, std, t.arr.shape)
     bad = (values < a) | (values > b)
     while bad.any():  # redraw the few outside [a, b]
-        values[bad] = rng.generator().normal(mean, std, int(bad.sum()))
+        values[bad] = rng.other().normal(mean, std, int(bad.sum()))
         bad = (values < a) | (values > b)
     return _fill(t, values)
 
@@ -84,7 +84,7 @@ def eye_(t: Tensor) -> Tensor:
 
 def xavier_uniform_(t: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     fan_in, fan_out = _fans(t)
-    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / (fan_in + fan_out))
     return uniform_(t, -bound, bound, generator)
 
 
@@ -117,7 +117,7 @@ def orthogonal_(t: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     rows = t.arr.shape[0]
     cols = t.arr.size // rows if rows else 0
-    flat = rng.generator().standard_normal((rows, cols))
+    flat = rng.generator().normal(0.0, 1.0, (rows, cols), np.float32).astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

@@ -18,7 +18,7 @@ from .modules import Module, factory, initialised
 def _kaiming_like(shape: tuple[int, ...], fan_in: int) -> Any:
     """`kaiming_uniform_(a=sqrt(5))` and the bias rule: both U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
-    return initialised(rng.generator().uniform(-bound, bound, shape))
+    return initialised(rng.generator().uniform(-bound, bound, shape, np.float32))
 
 
 class _ConvNd(Module):

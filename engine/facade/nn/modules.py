@@ -34,7 +34,7 @@ def initialised(arr: np.ndarray, writes: int = 1) -> Parameter:
 
 
 def _uniform(shape: tuple[int, ...], bound: float) -> Parameter:
-    return initialised(rng.generator().uniform(-bound, bound, shape))
+    return initialised(rng.generator().uniform(-bound, bound, shape, np.float32))
 
 
 def factory(api: str, device: Any = None, dtype: Any = None) -> None:
@@ -370,7 +370,7 @@ class Embedding(Module):
         if padding_idx is not None and padding_idx < 0:
             padding_idx += num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
-        arr = rng.generator().standard_normal((num_embeddings, embedding_dim))
+        arr = rng.generator().normal(0.0, 1.0, (num_embeddings, embedding_dim), np.float32)
         if padding_idx is not None:
             arr[padding_idx] = 0
         self.weight = initialised(arr, 1 if padding_idx is None else 2)
@@ -390,7 +390,7 @@ class EmbeddingBag(Module):
                       _weight=_weight, padding_idx=padding_idx)
         self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
         self.include_last_offset = include_last_offset
-        self.weight = initialised(rng.generator().standard_normal((num_embeddings, embedding_dim)))
+        self.weight = initialised(rng.generator().normal(0.0, 1.0, (num_embeddings, embedding_dim), np.float32))
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,  # noqa: A002
                 per_sample_weights: Tensor | None = None) -> Tensor:
