@@ -181,32 +181,32 @@ def unfold(a: Tensor, dimension: int, size: int, step: int) -> Tensor:
 # ------------------------------------------------------------ lgamma, digamma
 
 
-def _digamma_np(x: np.ndarray) -> np.ndarray:
-    """Recurrence up to x >= 6, then the asymptotic series (float64 accurate)."""
-    x = np.asarray(x, np.float64)
-    acc = np.zeros_like(x)
-    y = x.copy()
+def _shift_up(x: np.ndarray, power: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shift positive x to >= 6 by the recurrences psi(x) = psi(x + 1) - 1/x and
+    psi1(x) = psi1(x + 1) + 1/x**2: the shifted x and the sum of the 1/x**power terms."""
+    y = np.asarray(x, np.float64).copy()
+    terms = np.zeros_like(y)
     for _ in range(6):
         small = y < 6
-        acc -= np.where(small, 1.0 / np.where(small, y, 1.0), 0.0)
+        terms += np.where(small, 1.0 / np.where(small, y, 1.0) ** power, 0.0)
         y = np.where(small, y + 1, y)
+    return y, terms
+
+
+def _digamma_np(x: np.ndarray) -> np.ndarray:
+    """The recurrence, then the asymptotic series (float64 accurate for x > 0)."""
+    y, terms = _shift_up(x, 1)
     inv = 1.0 / y
     inv2 = inv * inv
     series = np.log(y) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
-    return acc + series
+    return series - terms
 
 
 def _trigamma_np(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    acc = np.zeros_like(x)
-    y = x.copy()
-    for _ in range(6):
-        small = y < 6
-        acc += np.where(small, 1.0 / np.where(small, y, 1.0) ** 2, 0.0)
-        y = np.where(small, y + 1, y)
+    y, terms = _shift_up(x, 2)
     inv = 1.0 / y
     inv2 = inv * inv
-    return acc + inv + inv2 / 2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 / 30)))
+    return terms + inv + inv2 / 2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 / 30)))
 
 
 def _lgamma_np(x: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agreement import assert_agrees  # tests/engine/agreement.py
 from tapelint_engine import facade as E
 
 torch = pytest.importorskip("torch")
@@ -43,20 +44,10 @@ CASES = {
 }
 
 
-def _run(L, fn, arrays):
-    ts = [L.tensor(a, requires_grad=True) for a in arrays]
-    y = fn(L, *ts)
-    (y * y.detach().sin()).sum().backward()
-    return [y.detach().numpy().copy()] + [t.grad.numpy().copy() for t in ts]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_layer_agrees_with_pytorch(fresh, name: str) -> None:
     fn, shapes = CASES[name]
-    rng = np.random.default_rng(len(name))
-    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    for got, want in zip(_run(E, fn, arrays), _run(torch, fn, arrays)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert_agrees(E, torch, fn, shapes, seed=len(name))
 
 
 @pytest.mark.parametrize("transposed", [False, True])
