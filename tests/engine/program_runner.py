@@ -8,11 +8,12 @@ Usage: python program_runner.py engine|torch PROGRAM.py...
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
 def main(argv: list[str]) -> int:
-    backend, paths = argv[0], argv[1:]
+    backend, paths = argv[0], [os.path.abspath(p) for p in argv[1:]]  # lines match absolute paths
     from tapelint_engine import child, errors
 
     for path in paths:
