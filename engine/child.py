@@ -104,7 +104,7 @@ def run_engine(path: str, semantics: str, watch: set[int]) -> dict[str, Any]:
     if isinstance(exc, errors.GraphError):
         out.update(status="error", error_kind=exc.kind, error=_first_line(exc), line=exc.line,
                    node_id=exc.node_id, node_line=exc.node_line, consumed_line=exc.consumed_line,
-                   detail=_graph_detail(exc.modified_line))
+                   detail=_graph_detail(exc.modified_line), node_lines=list(exc.node_lines))
     elif isinstance(exc, errors.NotSupportedByEngine):
         out.update(status="unsupported", error=str(exc), line=_user_line(exc.__traceback__, path))
     elif exc is not None:
@@ -117,7 +117,7 @@ def run_engine(path: str, semantics: str, watch: set[int]) -> dict[str, Any]:
             out.update(status="error", error_kind=r.kind, error=r.message.splitlines()[0],
                        line=r.line, node_id=r.node_id, node_line=r.node_line,
                        consumed_line=r.consumed_line, caught=True,
-                       detail=_graph_detail(r.modified_line))
+                       detail=_graph_detail(r.modified_line), node_lines=list(r.node_lines))
         elif unsupported:
             out.update(status="unsupported", error=unsupported[0].message,
                        detail="raised and caught by the program")
@@ -198,12 +198,12 @@ def run_torch(path: str, watch: set[int]) -> dict[str, Any]:
     if kind is None:
         out.update(_other(exc, path))
         return out
-    node_line = None
+    node_line, frames = None, []
     if anomalies:
         frames = [int(m["line"]) for m in _FORWARD_FRAME.finditer(anomalies[-1]) if m["file"] == path]
         node_line = frames[-1] if frames else None
     out.update(status="error", error_kind=kind, error=_first_line(exc),
-               line=_user_line(exc.__traceback__, path), node_line=node_line,
+               line=_user_line(exc.__traceback__, path), node_line=node_line, node_lines=frames[::-1],
                detail="node line from anomaly mode" if node_line else None)
     return out
 

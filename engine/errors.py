@@ -22,6 +22,7 @@ class Raised:
     consumed_line: int | None = None
     line: int | None = None
     modified_line: int | None = None
+    node_lines: tuple[int, ...] = ()  # the node's creation stack in the user's file, innermost first
 
 
 RAISED: list[Raised] = []  # graph and unsupported errors in raise order, caught or not
@@ -85,15 +86,17 @@ class GraphError(Exception):
         consumed_line: int | None = None,
         line: int | None = None,
         modified_line: int | None = None,
+        node_lines: tuple[int, ...] = (),
     ) -> None:
         super().__init__(message)
+        self.node_lines = node_lines
         self.modified_line = modified_line
         self.node_id = node_id
         self.node_line = node_line
         self.consumed_line = consumed_line
         self.line = line
         RAISED.append(Raised(self.kind, message, node_id, node_line, consumed_line, line,
-                             modified_line))
+                             modified_line, node_lines))
 
 
 class SecondBackwardError(GraphError, RuntimeError):
@@ -121,3 +124,12 @@ class NotSupportedByEngine(Exception):
         super().__init__(f"not supported by the engine: {what}")
         RAISED.append(Raised("unsupported", str(self)))
         self.what = what
+
+
+def only_defaults(api: str, **given: object) -> None:
+    """Arguments the engine does not model are refused, never ignored: any value but
+    the default (None or False for every argument passed here) is unsupported, so a
+    confirmation never runs a different program than PyTorch would."""
+    for name, value in given.items():
+        if value is not None and value is not False:
+            raise NotSupportedByEngine(f"{api}({name}={value!r})")

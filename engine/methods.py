@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dtypes, ops, rng
+from . import dtypes, ops, rng, tensor_ops
 from .errors import NUMPY_REQUIRES_GRAD, NotSupportedByEngine
 from .tape import Tensor, apply_inplace
 
@@ -55,6 +55,7 @@ class device:  # noqa: N801 - PyTorch's name
 
 
 CPU = device("cpu")
+_DEVICE = device  # for functions whose `device` argument hides the class
 
 
 def _shape_args(args: Sequence[Any]) -> tuple[int, ...]:
@@ -396,7 +397,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 def _random_(draw: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        values = draw(rng.generator(), self.arr.shape, *args, **kwargs).astype(self.arr.dtype)
+        values = draw(rng.generator(), self.arr.shape, self.arr.dtype, *args, **kwargs)
         return _fill(self, values)
     return method
 
@@ -409,6 +410,35 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     m = mask.arr if isinstance(mask, Tensor) else np.asarray(mask)
     v = value if isinstance(value, Tensor) else ops.const(value, self.arr.dtype)
     return apply_inplace(ops.INDEX_PUT, self, ops.cast(v, self.arr.dtype), key=m.astype(bool))
+
+
+def _new(make: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
+    """`x.new_*(...)`: x's dtype unless told otherwise; the options PyTorch accepts."""
+    def method(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
+        if device is not None:
+            _DEVICE(device)
+        arr = make(self, *args).astype(dtypes.as_np(dtype) if dtype is not None else self.arr.dtype)
+        return Tensor(arr, requires_grad=requires_grad)
+    return method
+
+
+def legacy_new(dt: dtypes.DType, args: tuple, dev: Any = None) -> Tensor:
+    """PyTorch's legacy constructor (`torch.Tensor(2, 3)`, `x.new([1, 2])`): integers or a
+    Size give an uninitialised (here zero) tensor of that shape, data gives its values, a
+    tensor is returned as an alias."""
+    if dev is not None:
+        _DEVICE(dev)
+    if not args:
+        return Tensor(np.zeros(0, dt.np))
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0]
+    if all(isinstance(a, (int, np.integer)) for a in args) or \
+            (len(args) == 1 and isinstance(args[0], Size)):
+        return Tensor(np.zeros(_shape_args(args), dt.np))
+    if len(args) == 1:
+        return Tensor(np.array(args[0], dtype=dt.np))
+    raise TypeError(f"new() received an invalid combination of arguments - got {args!r}")
 
 
 # -- printing -------------------------------------------------------------------------
@@ -512,7 +542,15 @@ METHODS: dict[str, Any] = {
     "max": _extreme(True), "min": _extreme(False), "amax": _amax(True), "amin": _amax(False),
     "argmax": _arg(True), "argmin": _arg(False), "logsumexp": ops.logsumexp,
     "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum,
-    "topk": topk, "sort": sort, "argsort": argsort,
+    "topk": topk, "sort": sort, "argsort": argsort, "cumprod": tensor_ops.cumprod,
+    "scatter_add": tensor_ops.scatter_add, "index_add": tensor_ops.index_add,
+    "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu, "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
+    "scatter_add_": lambda self, dim, index, src: apply_inplace(
+        tensor_ops.SCATTER_ADD, self, ops.cast(src, self.arr.dtype), dim=dim % self.arr.ndim,
+        idx=index.arr.astype(np.int64)),
+    "index_add_": lambda self, dim, index, source, alpha=1: apply_inplace(
+        tensor_ops.INDEX_ADD, self, ops.cast(source, self.arr.dtype), dim=dim % self.arr.ndim,
+        idx=index.arr.astype(np.int64).ravel(), alpha=alpha),
     "all": _logical(np.all), "any": _logical(np.any),
     "eq": _compare(np.equal), "ne": _compare(np.not_equal), "gt": _compare(np.greater),
     "ge": _compare(np.greater_equal), "lt": _compare(np.less), "le": _compare(np.less_equal),
@@ -523,11 +561,14 @@ METHODS: dict[str, Any] = {
     "add_": _inplace(ops.ADD), "sub_": _inplace(ops.SUB), "mul_": _inplace(ops.MUL),
     "div_": _inplace(ops.DIV), "relu_": _inplace(ops.RELU), "zero_": zero_, "fill_": _fill,
     "copy_": copy_, "clamp_": clamp_, "masked_fill_": masked_fill_,
-    "normal_": _random_(lambda g, shape, mean=0.0, std=1.0: g.normal(mean, std, shape)),
-    "uniform_": _random_(lambda g, shape, a=0.0, b=1.0: g.uniform(a, b, shape)),
-    "new_zeros": lambda self, *s, **k: Tensor(np.zeros(_shape_args(s), self.arr.dtype)),
-    "new_ones": lambda self, *s, **k: Tensor(np.ones(_shape_args(s), self.arr.dtype)),
-    "new_tensor": lambda self, d, **k: Tensor(np.asarray(d, dtype=self.arr.dtype)),
+    "normal_": _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(mean, std, shape, dt)),
+    "uniform_": _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(a, b, shape, dt)),
+    "new_zeros": _new(lambda self, *s: np.zeros(_shape_args(s))),
+    "new_ones": _new(lambda self, *s: np.ones(_shape_args(s))),
+    "new_empty": _new(lambda self, *s: np.zeros(_shape_args(s))),
+    "new_full": _new(lambda self, size, value: np.full(_shape_args((size,)), value)),
+    "new_tensor": _new(lambda self, data: np.array(data.arr if isinstance(data, Tensor) else data)),
+    "new": lambda self, *args, device=None: legacy_new(dtypes.from_np(self.arr.dtype), args, device),
     # dunders
     "__add__": _binary(ops.add), "__radd__": _binary(_reflected(ops.add)),
     "__sub__": _binary(ops.sub), "__rsub__": _binary(_reflected(ops.sub)),

@@ -367,7 +367,8 @@ def _linear_bwd(c, g: Tensor) -> tuple:
 
 
 LINEAR = Op("Addmm", _linear_fwd, _linear_bwd,
-            lambda needs: ((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
+            lambda needs: ((1,) if needs[0] else ()) + ((0,) if needs[1] else ()),
+            shown_transposed=(1,))  # PyTorch saves weight.t(), and its errors show that view
 
 
 # ---------------------------------------------------------------- views & shape
@@ -435,6 +436,9 @@ GATHER = Op(
     "Gather", lambda a, dim, idx: (np.take_along_axis(a, idx, axis=dim), {"index": idx}),
     lambda c, g: (apply(SCATTER_ADD, g, shape=c.shapes[0], dim=c.attrs["dim"], idx=c.attrs["idx"]),),
     ("index",))
+EMBEDDING = Op(  # weight[rows]; the padding row gets no gradient
+    "Embedding", lambda w, rows, padding_idx: (w[rows], {"indices": rows}),
+    lambda c, g: (_embedding_bwd(c, g),), ("indices",))
 SCATTER_ADD = Op("ScatterAdd", lambda g, shape, dim, idx: _scatter_along(g, shape, dim, idx),
                  lambda c, g: (gather(g, c.attrs["dim"], c.attrs["idx"]),))
 
@@ -443,6 +447,16 @@ def _key_arrays(key: Any) -> np.ndarray:
     parts = key if isinstance(key, tuple) else (key,)
     arrays = [np.asarray(p) for p in parts if isinstance(p, (np.ndarray, list))]
     return np.concatenate([a.ravel().astype(np.int64) for a in arrays]) if arrays else np.zeros(0)
+
+
+def _embedding_bwd(c, g: Tensor) -> Tensor:
+    grad = apply(INDEX_BACKWARD, g, shape=c.shapes[0], key=c.attrs["rows"])
+    pad = c.attrs["padding_idx"]
+    if pad is None:
+        return grad
+    keep = np.ones((c.shapes[0][0], 1), g.arr.dtype)
+    keep[pad] = 0
+    return grad * const(keep)
 
 
 def _index_bwd(c, g: Tensor) -> Tensor:
@@ -733,6 +747,10 @@ def index(a: Tensor, key: Any) -> Tensor:
     return apply(INDEX_SAVING, a, key=key)
 
 
+def embedding(weight: Tensor, rows: np.ndarray, padding_idx: int | None = None) -> Tensor:
+    return apply(EMBEDDING, weight, rows=rows.astype(np.int64), padding_idx=padding_idx)
+
+
 def index_put(a: Tensor, key: Any, value: Any) -> Tensor:
     """Out-of-place `a[key] = value` (used by backward formulas)."""
     v = value if isinstance(value, Tensor) else const(value, a.arr.dtype)
@@ -763,3 +781,8 @@ def pad(a: Tensor, widths: Sequence[int], value: float = 0.0) -> Tensor:
     for i in range(len(widths) // 2):
         pairs[a.arr.ndim - 1 - i] = (widths[2 * i], widths[2 * i + 1])
     return apply(PAD, a, widths=tuple(pairs), value=value)
+
+
+# Backward formulas above use Tensor operators (`g * saved`), which `methods`
+# installs on the tape's Tensor: importing it here makes `tape` + `ops` complete.
+from . import methods  # noqa: E402,F401

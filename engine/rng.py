@@ -1,19 +1,117 @@
-"""The engine's random stream (`torch.manual_seed` reseeds it).
+"""PyTorch's CPU generator, value for value: `torch.manual_seed(s)` seeds an mt19937
+(numpy's, with the classic integer seeding), and the samplers draw from it as
+PyTorch's CPU kernels do (measured against torch 2.13):
 
-Values differ from PyTorch's generator; runs are reproducible, not identical.
+* uniform floats take the low 24 bits of one 32-bit draw, doubles 53 bits of two;
+* normal samples for fewer than 16 elements use the scalar Box-Muller on 53-bit
+  doubles, keeping the second value of each pair for the next draw; 16 or more
+  fill uniforms first and transform them 16 at a time (the last block redrawn);
+* integers in [low, high) are a 32-bit draw modulo the range; randperm is a
+  forward Fisher-Yates shuffle with 32-bit draws.
+
+Samplers PyTorch runs through other libraries (bernoulli and dropout masks via
+MKL, multinomial, beta) draw from a numpy Generator seeded alongside: their
+values are reproducible here, not PyTorch's.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-GEN = np.random.default_rng(0)
+DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
+
+
+class TorchGenerator:
+    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> None:
+        self.bits = np.random.MT19937(0)
+        self.bits._legacy_seeding(int(seed) & 0xFFFFFFFF)
+        self.next_normal: float | None = None
+        self.other = np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+    def _raw(self, n: int) -> np.ndarray:
+        return self.bits.random_raw(n).astype(np.uint64) if n else np.zeros(0, np.uint64)
+
+    def _u24(self, n: int) -> np.ndarray:
+        return (self._raw(n) & np.uint64(0xFFFFFF)).astype(np.float64) * 2.0 ** -24
+
+    def _u53(self, n: int) -> np.ndarray:
+        r = self._raw(2 * n)
+        return ((r[0::2] << np.uint64(32) | r[1::2]) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+
+    def uniform(self, low: float, high: float, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        n = int(np.prod(shape))
+        u = self._u53(n) if np.dtype(dtype) == np.float64 else self._u24(n)
+        return (u * (high - low) + low).astype(dtype).reshape(shape)
+
+    def normal(self, mean: float, std: float, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        n = int(np.prod(shape))
+        if n >= 16 and np.dtype(dtype) == np.float32:
+            return self._normal_filled(n, mean, std).reshape(shape)
+        return np.array([self._scalar_normal() * std + mean for _ in range(n)], np.float64) \
+            .astype(dtype).reshape(shape)
+
+    def _scalar_normal(self) -> float:
+        if self.next_normal is not None:
+            value, self.next_normal = self.next_normal, None
+            return value
+        u1, u2 = self._u53(2)
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        self.next_normal = r * math.sin(theta)
+        return r * math.cos(theta)
+
+    def _normal_filled(self, n: int, mean: float, std: float) -> np.ndarray:
+        data = self._u24(n).astype(np.float32)
+        out = data.copy()
+        blocks = n // 16 * 16
+        out[:blocks] = _box_muller16(data[:blocks].reshape(-1, 16), mean, std).ravel()
+        if n % 16:
+            out[n - 16:] = _box_muller16(self._u24(16).astype(np.float32).reshape(1, 16), mean, std).ravel()
+        return out
+
+    def integers(self, low: int, high: int, shape: tuple) -> np.ndarray:
+        span = high - low
+        if span >= 1 << 32:
+            r = self._raw(2 * int(np.prod(shape)))
+            draws = r[0::2] << np.uint64(32) | r[1::2]
+        else:
+            draws = self._raw(int(np.prod(shape)))
+        return ((draws % np.uint64(span)).astype(np.int64) + low).reshape(shape)
+
+    def permutation(self, n: int) -> np.ndarray:
+        out = np.arange(n, dtype=np.int64)
+        draws = self._raw(max(n - 1, 0))
+        for i in range(n - 1):  # Fisher-Yates needs each swap before the next draw's target
+            z = i + int(draws[i] % np.uint64(n - i))
+            out[i], out[z] = out[z], out[i]
+        return out
+
+
+def _box_muller16(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
+    u1 = np.float32(1) - blocks[:, :8]
+    u2 = blocks[:, 8:]
+    radius = np.sqrt(np.float32(-2) * np.log(u1))
+    theta = np.float32(2.0 * math.pi) * u2
+    return np.concatenate([radius * np.cos(theta) * np.float32(std) + np.float32(mean),
+                           radius * np.sin(theta) * np.float32(std) + np.float32(mean)], axis=1)
+
+
+GEN = TorchGenerator()
 
 
 def manual_seed(seed: int) -> None:
-    global GEN
-    GEN = np.random.default_rng(int(seed))
+    GEN.manual_seed(seed)
 
 
-def generator() -> np.random.Generator:
+def generator() -> TorchGenerator:
     return GEN
+
+
+def other() -> np.random.Generator:
+    """The stream for samplers whose PyTorch values are not reproduced."""
+    return GEN.other

@@ -42,10 +42,12 @@ class RunReport:
     duration_s: float = 0.0
     output: str = ""  # tail of the program's stdout and stderr
     caught: bool = False  # the error was raised, then caught by the program
+    node_lines: tuple[int, ...] = ()  # the node's creation stack in the file, innermost first
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["samples"] = [list(s) for s in self.samples]
+        d["node_lines"] = list(self.node_lines)
         return d
 
     def to_json(self) -> str:
@@ -55,6 +57,7 @@ class RunReport:
     def from_dict(cls, d: dict[str, Any]) -> "RunReport":
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["samples"] = tuple(tuple(s) for s in known.get("samples", ()))
+        known["node_lines"] = tuple(known.get("node_lines", ()))
         return cls(**known)
 
     def growth(self, line: int) -> tuple[int, int]:

@@ -28,3 +28,16 @@ def user_line() -> int | None:
             return frame.f_lineno
         frame = frame.f_back
     return None
+
+
+def user_lines(limit: int = 8) -> tuple[int, ...]:
+    """Lines of the user's frames on the stack, innermost first (a node made inside a
+    helper also names the line that called the helper)."""
+    frame = sys._getframe(1)
+    target, lines = USER_FILE, []
+    while frame is not None and len(lines) < limit:
+        filename = frame.f_code.co_filename
+        if filename == target if target else not filename.startswith(_ENGINE_DIR):
+            lines.append(frame.f_lineno)
+        frame = frame.f_back
+    return tuple(lines)

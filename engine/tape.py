@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Sequence, Union
 import numpy as np
 
 from . import dtypes, errors
-from .source import user_line
+from .source import user_line, user_lines
 
 SEMANTICS = ("torch", "strict")
 
@@ -40,6 +40,7 @@ class State:
     live_nodes: int = 0
     saved_bytes: int = 0
     store: dict[int, "Node"] = field(default_factory=dict)  # strict: the tape's records
+    saved_hooks: list = field(default_factory=list)  # (pack, unpack) of saved_tensors_hooks, innermost last
 
 
 STATE = State()
@@ -82,6 +83,8 @@ class Op:
     forward: Callable[..., Any]
     backward: Callable[["Ctx", "Tensor"], tuple["Tensor | None", ...]]
     saves: Union[tuple, Callable[[tuple[bool, ...]], tuple]] = ()
+    shown_transposed: tuple = ()  # inputs PyTorch saves as a `.t()` view (what its errors print)
+    lazy_saved: bool = False  # freed saved tensors fail when read (custom Functions), not up front
 
     def slots(self, needs: tuple[bool, ...]) -> tuple:
         return self.saves(needs) if callable(self.saves) else self.saves
@@ -91,26 +94,45 @@ Edge = Union["Node", "Tensor", None]  # a parent node, a leaf that gets .grad, o
 
 
 class SavedTensor:
-    """A tensor a node saved, with the version it had then (PyTorch's check)."""
+    """A tensor a node saved, with the version it had then (PyTorch's check).
 
-    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin")
+    `source` is a weak reference to the saved handle: PyTorch names the tensor's
+    grad_fn as it is when the check fails (after `y.add_(1)`, "output 0 of Add";
+    a view whose storage changed, "output 0 of AsStrided")."""
+
+    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin", "source", "transposed",
+                 "packed", "unpack_hook")
 
     def __init__(self, data: np.ndarray, edge: Edge, counter: list | None, origin: str,
-                 is_output: bool = False) -> None:
+                 is_output: bool = False, source: "Tensor | None" = None,
+                 transposed: bool = False) -> None:
+        self.transposed = transposed
+        self.packed: Any = None
+        self.unpack_hook: Callable[[Any], Any] | None = None
         self.arr = data
         self.edge = edge
         self.is_output = is_output
         self.counter = counter
         self.version = counter[0] if counter is not None else 0
         self.origin = origin
+        self.source = weakref.ref(source) if source is not None else None
 
-    def unpack(self, node: "Node") -> "Tensor":
+    def _origin_now(self) -> str:
+        t = self.source() if self.source is not None else None
+        return self.origin if t is None or t._base is not None else _origin(t)
+
+    def unpack(self, node: "Node", line: int | None = None) -> "Tensor":
         if self.counter is not None and self.counter[0] != self.version:
-            desc = f"torch.{dtypes.from_np(self.arr.dtype).type_name} {list(self.arr.shape)}"
+            shape = list(self.arr.shape)[::-1] if self.transposed else list(self.arr.shape)
+            desc = f"torch.{dtypes.from_np(self.arr.dtype).type_name} {shape}"
             raise errors.InplaceModifiedError(
-                errors.INPLACE.format(tensor=desc, origin=self.origin, version=self.counter[0],
-                                      expected=self.version),
-                node_id=node.id, node_line=node.line, modified_line=self.counter[1])
+                errors.INPLACE.format(tensor=desc, origin=self._origin_now(),
+                                      version=self.counter[0], expected=self.version),
+                node_id=node.id, node_line=node.line, modified_line=self.counter[1], line=line,
+                node_lines=node.lines)
+        if self.unpack_hook is not None:  # saved_tensors_hooks: the tensor comes from unpack
+            self.arr = _hooked_array(self.unpack_hook(self.packed), self.transposed)
+            self.unpack_hook, self.packed = None, None
         if self.is_output:
             return Tensor(self.arr, node=node, tid=node.id)
         edge = self.edge
@@ -124,9 +146,11 @@ class SavedTensor:
 class Ctx:
     """What a backward sees: its saved tensors (unpacked), attributes, input shapes."""
 
-    __slots__ = ("saved", "attrs", "shapes", "dtypes", "needs")
+    __slots__ = ("saved", "attrs", "shapes", "dtypes", "needs", "freed")
 
-    def __init__(self, saved: dict, attrs: dict, shapes: tuple, dts: tuple, needs: tuple) -> None:
+    def __init__(self, saved: dict, attrs: dict, shapes: tuple, dts: tuple, needs: tuple,
+                 freed: Callable[[], Exception] | None = None) -> None:
+        self.freed = freed  # for lazy_saved ops: the error reading freed saved tensors raises
         self.saved = saved
         self.attrs = attrs
         self.shapes = shapes
@@ -138,7 +162,7 @@ class Node:
     """A recorded operation: its step (backward + saved tensors) and its record."""
 
     __slots__ = ("id", "op", "inputs", "needs", "saved", "attrs", "shapes", "dtypes", "line",
-                 "saves_any", "nbytes", "released", "released_line", "out_ref", "generation",
+                 "lines", "saves_any", "nbytes", "released", "released_line", "out_ref", "generation",
                  "__weakref__")
 
     def __init__(self, nid: int, op: Op, inputs: tuple[Edge, ...], needs: tuple[bool, ...],
@@ -151,7 +175,8 @@ class Node:
         self.attrs = attrs
         self.shapes = shapes
         self.dtypes = dts
-        self.line = user_line()
+        self.lines = user_lines()
+        self.line = self.lines[0] if self.lines else None
         self.saves_any = bool(saved)
         self.nbytes = sum(s.arr.nbytes for s in saved.values())
         self.released = False  # torch: saved tensors freed; strict: step consumed
@@ -164,14 +189,15 @@ class Node:
             STATE.store[nid] = self
 
     def name(self) -> str:
-        return f"{self.op.name}Backward0"
+        return type(self).__name__
 
     def __repr__(self) -> str:
         return f"<{self.name()} object (node {self.id})>"
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((e if isinstance(e, Node) else None, 0) for e in self.inputs)
+        """PyTorch's edges: a parent node, an `AccumulateGrad` for a leaf, or None."""
+        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.inputs)
 
     def handle_alive(self) -> bool:
         t = self.out_ref()
@@ -195,6 +221,35 @@ class Node:
 
 def _dead() -> None:
     return None
+
+
+_NODE_CLASSES: dict[str, type] = {}
+
+
+def node_class(op_name: str) -> type:
+    """One Node subclass per op, named as PyTorch names its node (`MulBackward0`)."""
+    cls = _NODE_CLASSES.get(op_name)
+    if cls is None:
+        cls = _NODE_CLASSES[op_name] = type(f"{op_name}Backward0", (Node,), {"__slots__": ()})
+    return cls
+
+
+class AccumulateGrad:
+    """The edge to a leaf: where its gradient accumulates into `.grad`."""
+
+    next_functions: tuple = ()
+
+    def __init__(self, variable: "Tensor") -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self) -> int:
+        return id(self.variable)
 
 
 # ------------------------------------------------------------------------ tensor
@@ -298,6 +353,13 @@ def _origin(t: Tensor) -> str:
     return f", which is output 0 of {t._node.op.name}," if t._node is not None else ""
 
 
+def _saved_origin(t: Tensor, as_view: bool = False) -> str:
+    """What PyTorch will name when `t` fails its version check: a tracked view whose
+    storage changed is regenerated as AsStrided."""
+    view = as_view or t._base is not None
+    return ", which is output 0 of AsStrided," if view and t.requires_grad else _origin(t)
+
+
 def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.ndarray],
            attrs: dict[str, Any], fresh: bool = False) -> Tensor:
     """Attach a node for `op` to `out` if grad mode is on and an input is tracked."""
@@ -313,17 +375,44 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.n
                                       is_output=True)
         elif isinstance(slot, int):
             t = inputs[slot]
+            as_view = slot in op.shown_transposed
             saved[slot] = SavedTensor(t.arr, edge_of(t), t._counter if t._id != -1 else None,
-                                      _origin(t))
+                                      _saved_origin(t, as_view), source=None if as_view or t._id == -1
+                                      else t, transposed=as_view)
         else:
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
+    if STATE.saved_hooks:
+        _pack(saved, inputs, out)
     nid = _fresh_id() if fresh or out._id < 0 else out._id
-    node = Node(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
+    node = node_class(op.name)(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
                 saved, attrs, tuple(t.arr.shape for t in inputs),
                 tuple(t.arr.dtype for t in inputs))
     out._node = node
     node.out_ref = weakref.ref(out)
     return out
+
+
+def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
+    """Hand each saved tensor to the innermost pack hook, as PyTorch does at save time."""
+    pack, unpack = STATE.saved_hooks[-1]
+    prev, STATE.grad_enabled = STATE.grad_enabled, False
+    try:
+        for slot, st in saved.items():
+            if slot == "out":
+                shown = out
+            elif isinstance(slot, int):
+                t = inputs[slot]
+                shown = Tensor(t.arr.T, tid=-1) if st.transposed else t
+            else:
+                shown = Tensor(st.arr, tid=-1)
+            st.packed, st.unpack_hook = pack(shown), unpack
+    finally:
+        STATE.grad_enabled = prev
+
+
+def _hooked_array(t: Any, transposed: bool) -> np.ndarray:
+    arr = t.arr if isinstance(t, Tensor) else np.asarray(t)
+    return arr.T if transposed else arr
 
 
 def _fresh_id() -> int:
@@ -439,7 +528,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
             if node.released:
                 raise errors.TapeConsumedError(
                     errors.TAPE_CONSUMED.format(node_id=node.id), node_id=node.id,
-                    node_line=node.line, consumed_line=node.released_line, line=line)
+                    node_line=node.line, consumed_line=node.released_line, line=line,
+                    node_lines=node.lines)
         for node in nodes:
             node.released, node.released_line = True, line
     targets = list(inputs) if inputs is not None else None
@@ -486,18 +576,25 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
 def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
               strict: bool) -> tuple[Tensor | None, ...]:
     """Run one node's backward (checks first: freed, then versions), then free it."""
-    if not strict and node.released and node.saves_any:
-        raise errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
-                                         consumed_line=node.released_line, line=line)
-    saved = {slot: s.unpack(node) for slot, s in (node.saved or {}).items()}
+    freed = not strict and node.released and node.saves_any
+    if freed and not node.op.lazy_saved:
+        raise _second_backward(node, line)
+    saved = {slot: s.unpack(node, line) for slot, s in (node.saved or {}).items()}
     t = node.out_ref()
     if t is not None and t._node is node and t._retains:
         _accumulate(t, g, STATE.grad_enabled)
-    ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs)
+    ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs,
+              (lambda: _second_backward(node, user_line())) if freed else None)
     in_grads = node.op.backward(ctx, g)
     if not retain:
         node.release(line)
     return in_grads
+
+
+def _second_backward(node: Node, line: int | None) -> errors.SecondBackwardError:
+    return errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
+                                      consumed_line=node.released_line, line=line,
+                                      node_lines=node.lines)
 
 
 def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:

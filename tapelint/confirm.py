@@ -6,16 +6,21 @@ positions, as `rules.md` demands: a reuse finding is `confirmed` only if the
 run fails at the diagnostic's `fails-at` call on the node from its
 `definition`; TL003 only if the graph kept alive grows with the iterations.
 The engine is imported lazily: the linter itself never needs numpy.
+`--backend auto` runs the engine first and, when it reports an API it does not
+model and PyTorch is importable, the same program on real PyTorch (torch
+semantics only); `runtime.backend` says which one decided.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib.util
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from tapelint.diagnostics import Diagnostic, FileResult, Role, Semantics
 
 REUSE_ERRORS = ("second-backward", "tape-consumed", "inplace")
+BACKENDS = ("auto", "engine", "torch")
 
 
 @dataclass(frozen=True)
@@ -33,16 +38,26 @@ def confirm_file(
     semantics: Semantics,
     *,
     timeout: float = 30.0,
-    backend: str = "engine",
+    backend: str = "auto",
 ) -> list[tuple[Diagnostic, Confirmation]]:
-    """Run the file of `result` once and judge each of its diagnostics."""
+    """Run the file of `result` once (twice under `auto` when the engine lacks an API)
+    and judge each of its diagnostics."""
     from tapelint_engine.runner import run_program
 
     diagnostics = [d for d in result.diagnostics if d.code != "TL900"]
     if not diagnostics:
         return []
     watch = tuple(sorted({d.range.start.line for d in diagnostics if d.code == "TL003"}))
-    report = run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=backend)
+
+    def run(on: str) -> Any:
+        return run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=on)
+
+    report = run("engine" if backend == "auto" else backend)
+    if backend == "auto" and report.status == "unsupported" and semantics is Semantics.TORCH \
+            and importlib.util.find_spec("torch") is not None:
+        fallback = run("torch")
+        report = replace(fallback, detail=f"{fallback.detail + '; ' if fallback.detail else ''}"
+                                          f"engine: {report.error or report.detail}")
     return [(d, judge(d, report, semantics)) for d in diagnostics]
 
 
@@ -54,6 +69,7 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
         "node_id": report.node_id,
         "node_line": report.node_line,
         "detail": report.detail,
+        "backend": getattr(report, "backend", "engine"),
     }
 
     def verdict(status: str, detail: Optional[str] = None) -> Confirmation:
@@ -80,6 +96,10 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
         return verdict("confirmed")
     if definition.range.start.line <= report.node_line <= definition.range.end.line:
         return verdict("confirmed")
+    callers = getattr(report, "node_lines", ())[1:]
+    if any(definition.range.start.line <= line <= definition.range.end.line for line in callers):
+        return verdict("confirmed", f"the node was created at line {report.node_line}, in a helper "
+                                    "called from the definition")
     if semantics is Semantics.STRICT and report.error_kind == "tape-consumed":
         # semantics.md §2: once the reused value (or a non-leaf ancestor of it)
         # has no live handle, the strict tape prunes the whole later branch and

@@ -54,8 +54,9 @@ def configure_confirm(parser: argparse.ArgumentParser) -> None:
     add_semantics(parser)
     add_selection(parser)  # --jobs: files linted, and programs run, at once
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--backend", choices=("engine", "torch"), default="engine",
-                        help="run on the numpy engine (default) or real PyTorch (torch semantics only)")
+    parser.add_argument("--backend", choices=("auto", "engine", "torch"), default="auto",
+                        help="auto (default): the numpy engine, then real PyTorch for an API the engine "
+                             "lacks; engine; or torch (torch semantics only)")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per program (default: 30)")
 
 
@@ -133,6 +134,8 @@ def _runtime_line(confirmation: Confirmation) -> str:
                 where += f" (NodeId({runtime['node_id']}))"
     error = (runtime.get("error") or "").split(" (or directly")[0].split(". Burn does not")[0]
     detail = f"; {runtime['detail']}" if runtime.get("detail") else ""
+    decided = f"{confirmation.semantics} (run on PyTorch)" if runtime.get("backend") == "torch" \
+        else confirmation.semantics
     if error:
-        return f"{confirmation.semantics}: {error}{where}{detail}"
-    return f"{confirmation.semantics}: ran to the end{detail}"
+        return f"{decided}: {error}{where}{detail}"
+    return f"{decided}: ran to the end{detail}"

@@ -7,6 +7,8 @@ Only what is listed here exists; any other `torch.X` raises
 
 from __future__ import annotations
 
+import builtins
+import math
 import sys
 import warnings
 from importlib.abc import MetaPathFinder
@@ -14,10 +16,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes, methods, ops, rng
-from ..errors import NotSupportedByEngine
+from .. import dtypes, methods, ops, rng, tensor_ops
+from ..errors import NotSupportedByEngine, only_defaults
 from ..methods import MinMax, Size, device  # noqa: F401 - torch.Size, torch.device
-from ..tape import Tensor
+from ..tape import Tensor as _Tensor
+from .legacy import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: F401
+                     IntTensor, LongTensor, ShortTensor)
+from .legacy import Tensor
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 
@@ -45,12 +50,12 @@ def _dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype | None:
 def _make(arr: np.ndarray, requires_grad: Any = False, device: Any = None) -> Tensor:
     if device is not None:
         methods.device(device)
-    return Tensor(arr, requires_grad=requires_grad)
+    return _Tensor(arr, requires_grad=requires_grad)
 
 
 def _plain(data: Any) -> Any:
     """Python data with tensors replaced by their values (torch.tensor accepts both)."""
-    if isinstance(data, Tensor):
+    if isinstance(data, _Tensor):
         return data.arr
     if isinstance(data, (list, tuple)):
         return [_plain(d) for d in data]
@@ -59,30 +64,32 @@ def _plain(data: Any) -> Any:
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
            pin_memory: Any = False) -> Tensor:
-    if isinstance(data, Tensor):
+    if isinstance(data, _Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
                       ".requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
     plain = _plain(data)
-    arr = np.array(plain, dtype=_dtype(dtype, dtypes.infer(plain) if not isinstance(data, Tensor)
+    arr = np.array(plain, dtype=_dtype(dtype, dtypes.infer(plain) if not isinstance(data, _Tensor)
                                         else data.arr.dtype))
     return _make(arr, requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    if isinstance(data, Tensor) and dtype is None:
+    if isinstance(data, _Tensor) and dtype is None:
         return data
     return tensor(data, dtype=dtype)
 
 
 def from_numpy(arr: np.ndarray) -> Tensor:
-    return Tensor(arr)
+    return _Tensor(arr)
 
 
 def _creator(fill: Any) -> Any:
     def create(*size: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
-               **_: Any) -> Tensor:
+               out: Any = None, generator: Any = None, layout: Any = None, pin_memory: Any = False,
+               names: Any = None) -> Tensor:
+        only_defaults("torch tensor creation", out=out, generator=generator, names=names)
         shape = methods._shape_args(size)
         return _make(fill(shape, _dtype(dtype, dtypes.DEFAULT_FLOAT.np)), requires_grad, device)
     return create
@@ -91,8 +98,8 @@ def _creator(fill: Any) -> Any:
 zeros = _creator(lambda s, dt: np.zeros(s, dt))
 ones = _creator(lambda s, dt: np.ones(s, dt))
 empty = zeros
-randn = _creator(lambda s, dt: rng.generator().standard_normal(s).astype(dt))
-rand = _creator(lambda s, dt: rng.generator().random(s).astype(dt))
+randn = _creator(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
+rand = _creator(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
@@ -124,25 +131,36 @@ def randint(low: Any, high: Any = None, size: Any = None, dtype: Any = None, dev
             requires_grad: Any = False) -> Tensor:
     if size is None:
         low, high, size = 0, low, high
-    arr = rng.generator().integers(low, high, tuple(size)).astype(_dtype(dtype, np.dtype(np.int64)))
+    arr = rng.generator().integers(builtins.int(low), builtins.int(high), tuple(size)).astype(_dtype(dtype, np.dtype(np.int64)))
     return _make(arr, requires_grad, device)
 
 
 def randperm(n: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
-    return _make(rng.generator().permutation(n).astype(_dtype(dtype, np.dtype(np.int64))),
+    return _make(rng.generator().permutation(builtins.int(n)).astype(_dtype(dtype, np.dtype(np.int64))),
                  requires_grad, device)
 
 
-def normal(mean: Any, std: Any, size: Any = None, **kw: Any) -> Tensor:
-    m = mean.arr if isinstance(mean, Tensor) else mean
-    s = std.arr if isinstance(std, Tensor) else std
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, out: Any = None,
+           dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = False,
+           requires_grad: Any = False) -> Tensor:
+    only_defaults("torch.normal", generator=generator, out=out)
+    tensors = [a for a in (mean, std) if isinstance(a, _Tensor)]
+    if tensors and (requires_grad or size is not None):
+        raise TypeError("normal() received an invalid combination of arguments")
+    if [a for a in tensors if a.requires_grad]:
+        raise NotSupportedByEngine("torch.normal with a mean or std that requires grad")
+    m = mean.arr if isinstance(mean, _Tensor) else mean
+    s = std.arr if isinstance(std, _Tensor) else std
     shape = tuple(size) if size is not None else np.broadcast(m, s).shape
-    return Tensor(rng.generator().normal(m, s, shape).astype(dtypes.DEFAULT_FLOAT.np))
+    dt = _dtype(dtype, dtypes.DEFAULT_FLOAT.np)
+    arr = (rng.generator().normal(0.0, 1.0, shape, dt) * s + m).astype(dt)
+    return _make(arr, requires_grad, device)
 
 
 def _like(fill: Any) -> Any:
     def create(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: Any = False,
-               **_: Any) -> Tensor:
+               layout: Any = None, memory_format: Any = None, generator: Any = None) -> Tensor:
+        only_defaults("torch.*_like", generator=generator)
         dt = _dtype(dtype, t.arr.dtype)
         return _make(np.asarray(fill(t.arr.shape, dt)), requires_grad, device)
     return create
@@ -151,8 +169,8 @@ def _like(fill: Any) -> Any:
 zeros_like = _like(lambda s, dt: np.zeros(s, dt))
 ones_like = _like(lambda s, dt: np.ones(s, dt))
 empty_like = zeros_like
-randn_like = _like(lambda s, dt: rng.generator().standard_normal(s).astype(dt))
-rand_like = _like(lambda s, dt: rng.generator().random(s).astype(dt))
+randn_like = _like(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
+rand_like = _like(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
 
 
 def full_like(t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
@@ -174,7 +192,7 @@ def set_default_dtype(d: Any) -> None:
 
 
 def is_tensor(x: Any) -> Any:
-    return isinstance(x, Tensor)
+    return isinstance(x, _Tensor)
 
 
 def is_floating_point(x: Tensor) -> Any:
@@ -217,6 +235,27 @@ cat = concat = concatenate = ops.cat
 stack = ops.stack
 clone = ops.clone
 detach = M["detach"]
+einsum, cumprod, cdist = tensor_ops.einsum, tensor_ops.cumprod, tensor_ops.cdist
+scatter_add, index_add = tensor_ops.scatter_add, tensor_ops.index_add
+lgamma, digamma, tril, triu = tensor_ops.lgamma, tensor_ops.digamma, tensor_ops.tril, tensor_ops.triu
+pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
+
+
+def diag_embed(x: _Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> _Tensor:
+    if (offset, dim1, dim2) != (0, -2, -1):
+        raise NotSupportedByEngine("torch.diag_embed with offset or dims")
+    k = x.arr.shape[-1]
+    base = ops.const(np.zeros(x.arr.shape + (k,), x.arr.dtype))
+    return ops.index_put(base, (Ellipsis, np.arange(k), np.arange(k)), x)
+
+
+def diag(x: _Tensor, diagonal: int = 0) -> _Tensor:
+    if diagonal:
+        raise NotSupportedByEngine("torch.diag with an offset")
+    if x.arr.ndim == 1:
+        return diag_embed(x)
+    k = builtins.min(x.arr.shape)
+    return ops.index(x, (np.arange(k), np.arange(k)))
 
 
 def allclose(a: Tensor, b: Tensor, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
@@ -230,7 +269,7 @@ def broadcast_tensors(*ts: Tensor) -> tuple[Tensor, ...]:
 
 # --------------------------------------------------------------- submodules
 
-from . import autograd, cuda, linalg, nn, optim  # noqa: E402
+from . import autograd, cuda, distributions, linalg, nn, optim, utils  # noqa: E402
 from .nn import functional as _functional  # noqa: E402,F401
 
 
@@ -241,7 +280,15 @@ def __getattr__(name: str) -> Any:
     raise NotSupportedByEngine(f"torch.{name}")
 
 
-SUBMODULES = ("autograd", "cuda", "linalg", "nn", "nn.functional", "nn.init", "nn.utils", "optim")
+# torch.X -> this package's module that stands for it
+SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd.graph": "graph",
+              "cuda": "cuda",
+              "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
+              "nn.utils": "nn.utils", "optim": "optim", "optim.lr_scheduler": "lr_scheduler",
+              "utils": "utils", "utils.data": "data", "distributions": "distributions",
+              **{f"distributions.{m}": "distributions" for m in
+                 ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
+                  "one_hot_categorical")}}
 
 
 class _Unsupported(MetaPathFinder):
@@ -260,8 +307,10 @@ def install() -> None:
     """Make `import torch` (and its listed submodules) load this facade."""
     me = sys.modules[__name__]
     sys.modules["torch"] = me
-    for sub in SUBMODULES:
-        sys.modules["torch." + sub] = sys.modules[f"{__name__}.{sub}"]
+    for name, sub in SUBMODULES.items():
+        mod = sys.modules["torch." + name] = sys.modules[f"{__name__}.{sub}"]
+        if not hasattr(mod, "__path__"):  # a package to the import system, so that an unknown
+            mod.__path__ = []  # type: ignore[attr-defined]  # torch.X.Y reaches _Unsupported
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
 

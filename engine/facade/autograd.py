@@ -6,6 +6,8 @@ from typing import Any, Sequence
 
 from ..errors import NotSupportedByEngine
 from ..tape import Tensor, run_backward
+from . import function, graph  # noqa: F401 - torch.autograd.function, .graph
+from .function import Function, once_differentiable  # noqa: F401
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import NotSupportedByEngine
+from ..errors import NotSupportedByEngine, only_defaults
 from ..tape import Tensor
 
 
@@ -72,7 +72,8 @@ class Optimizer:
 class SGD(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
-                 **_: Any) -> None:
+                 foreach: Any = None, differentiable: bool = False, fused: Any = None) -> None:
+        only_defaults("torch.optim.SGD", differentiable=differentiable)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
 
@@ -88,17 +89,19 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    decoupled = False
-
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False, **_: Any) -> None:
+                 foreach: Any = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: Any = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        only_defaults(f"torch.optim.{type(self).__name__}", differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+                                      amsgrad=amsgrad, maximize=maximize,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if wd and self.decoupled:
+        if wd and group["decoupled_weight_decay"]:
             p.arr *= np.asarray(1 - lr * wd, dtype=p.arr.dtype)
         elif wd:
             g = g + wd * p.arr
@@ -117,13 +120,66 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (default 1e-2, as in PyTorch)."""
 
-    decoupled = True
-
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False, **_: Any) -> None:
-        Optimizer.__init__(self, params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                              amsgrad=amsgrad, maximize=maximize))
+                 maximize: bool = False, foreach: Any = None, capturable: bool = False,
+                 differentiable: bool = False, fused: Any = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         differentiable=differentiable, decoupled_weight_decay=True)
+
+
+class RMSprop(Optimizer):
+    def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach: Any = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        only_defaults("torch.optim.RMSprop", differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered, maximize=maximize))
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        alpha, eps = group["alpha"], group["eps"]
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.arr
+        if not state:
+            state.update(step=0, square_avg=np.zeros_like(p.arr), grad_avg=np.zeros_like(p.arr),
+                         momentum_buffer=np.zeros_like(p.arr))
+        state["step"] += 1
+        sq = state["square_avg"] = alpha * state["square_avg"] + (1 - alpha) * g * g
+        if group["centered"]:
+            ga = state["grad_avg"] = alpha * state["grad_avg"] + (1 - alpha) * g
+            avg = np.sqrt(sq - ga * ga) + eps
+        else:
+            avg = np.sqrt(sq) + eps
+        if group["momentum"]:
+            buf = state["momentum_buffer"] = group["momentum"] * state["momentum_buffer"] + g / avg
+            p.arr -= np.asarray(group["lr"] * buf, dtype=p.arr.dtype)
+        else:
+            p.arr -= np.asarray(group["lr"] * g / avg, dtype=p.arr.dtype)
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: Any = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: Any = None) -> None:
+        only_defaults("torch.optim.Adagrad", differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps,
+                                      maximize=maximize))
+        for group in self.param_groups:  # PyTorch fills the state at construction
+            for p in group["params"]:
+                self.state[id(p)] = {"step": 0, "sum": np.full_like(p.arr, group["initial_accumulator_value"])}
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.arr
+        state["step"] += 1
+        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        state["sum"] = state["sum"] + g * g
+        p.arr -= np.asarray(clr * g / (np.sqrt(state["sum"]) + group["eps"]), dtype=p.arr.dtype)
+
+
+from . import lr_scheduler  # noqa: E402,F401 - torch.optim.lr_scheduler
 
 
 def __getattr__(name: str) -> Any:

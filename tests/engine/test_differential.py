@@ -77,6 +77,15 @@ OPS = {
     "normalize": lambda L, F, a, b: F.normalize(a, dim=1),
     "clone_to": lambda L, F, a, b: a.clone().to(L.float64).float(),
     "inplace_add": lambda L, F, a, b: _inplace(a, b),
+    "einsum": lambda L, F, a, b: L.einsum("ij,kj->ik", a, b) @ a,
+    "cumprod": lambda L, F, a, b: (a * a + 0.5).cumprod(1),
+    "scatter_add": lambda L, F, a, b: a.scatter_add(1, L.tensor([[2, 0, 2], [1, 1, 0]]), b),
+    "index_add": lambda L, F, a, b: a.index_add(0, L.tensor([1, 1]), b, alpha=0.5),
+    "unfold": lambda L, F, a, b: L.cat([a.unfold(1, 2, 1).sum(-1), a[:, :1]], 1),
+    "cdist": lambda L, F, a, b: L.cdist(a, b + 3.0) @ a,
+    "lgamma": lambda L, F, a, b: (a * a + 0.5).lgamma(),
+    "conv1d": lambda L, F, a, b: F.conv1d(a.unsqueeze(0), b[:, :2].unsqueeze(1), padding=1,
+                                          groups=2)[0, :, :3],
 }
 SMOOTH = ["add", "mul", "div", "exp", "log", "tanh", "sigmoid", "sin", "pow2", "matmul", "softmax",
           "log_softmax", "sqrt", "silu", "gelu", "layer_norm", "logsumexp", "sum_dim", "reshape"]

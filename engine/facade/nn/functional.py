@@ -11,13 +11,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ... import ops, rng
-from ...errors import NotSupportedByEngine
+from ... import nn_ops, ops, rng
+from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 
-relu, tanh, sigmoid = ops.relu, ops.tanh, ops.sigmoid
-leaky_relu, softmax, log_softmax, linear, pad = (ops.leaky_relu, ops.softmax, ops.log_softmax,
-                                                 ops.linear, ops.pad)
+tanh, sigmoid = ops.tanh, ops.sigmoid
+softmax, log_softmax, linear, pad = ops.softmax, ops.log_softmax, ops.linear, ops.pad
 
 
 def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
@@ -26,12 +25,20 @@ def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
     return out
 
 
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    return x.relu_() if inplace else ops.relu(x)
+
+
 def relu_(x: Tensor) -> Tensor:
     return x.relu_()
 
 
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _inplace_result(x, ops.leaky_relu(x, negative_slope), inplace)
+
+
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    return ops.clamp(x, 0.0, 6.0)
+    return _inplace_result(x, ops.clamp(x, 0.0, 6.0), inplace)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
@@ -76,6 +83,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """KL(target || exp(input)) pointwise; `batchmean` divides by the batch size."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if log_target:
         loss = ops.exp(target) * (target - input)
     else:
@@ -91,13 +99,46 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     """Identity (no node) in eval or with p=0; else a multiply by the scaled mask, as on CPU."""
     if not training or p == 0:
         return x
-    keep = rng.generator().random(x.arr.shape) >= p
+    only_defaults("torch.nn.functional.dropout", inplace=inplace)
+    keep = rng.other().random(x.arr.shape) >= p  # PyTorch draws its mask through MKL
     scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
     return x * ops.const((keep * scale).astype(x.arr.dtype))
 
 
-def embedding(idx: Tensor, weight: Tensor, padding_idx: int | None = None, **_: Any) -> Tensor:
-    return ops.index(weight, np.asarray(idx.arr if isinstance(idx, Tensor) else idx))
+def embedding(idx: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    only_defaults("torch.nn.functional.embedding", max_norm=max_norm,
+                  scale_grad_by_freq=scale_grad_by_freq)
+    rows = np.asarray(idx.arr if isinstance(idx, Tensor) else idx)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.arr.shape[0]
+    return ops.embedding(weight, rows, padding_idx)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """Rows of `input` (2-D) or segments cut by `offsets` (1-D), each reduced by sum/mean/max."""
+    only_defaults("torch.nn.functional.embedding_bag", max_norm=max_norm,
+                  scale_grad_by_freq=scale_grad_by_freq, padding_idx=padding_idx)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights "
+                                  f"is only supported for mode='sum' (got mode='{mode}').")
+    rows = embedding(input, weight)
+    if per_sample_weights is not None:
+        rows = rows * ops.unsqueeze(per_sample_weights, -1)
+    reduce = {"sum": lambda t: ops.sum(t, 0), "mean": lambda t: ops.mean(t, 0),
+              "max": lambda t: t.max(0).values}[mode]
+    if input.arr.ndim == 2:
+        return ops.stack([reduce(r) for r in rows.unbind(0)], 0) if input.arr.shape[0] else rows
+    starts = offsets.arr.astype(np.int64).tolist()
+    ends = starts[1:] + ([] if include_last_offset else [input.arr.shape[0]])
+    if include_last_offset:
+        starts = starts[:-1]
+    zero = ops.const(np.zeros(weight.arr.shape[1], weight.arr.dtype))
+    return ops.stack([reduce(rows[a:b]) if b > a else zero for a, b in zip(starts, ends)], 0)
 
 
 def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
@@ -119,7 +160,112 @@ def layer_norm(x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None
     return out
 
 
+# ------------------------------------------------------- convolution, pooling
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    return nn_ops.conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    return nn_ops.conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    return nn_ops.conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation, 1)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    return nn_ops.conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation, 2)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    return nn_ops.avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Any = None) -> Tensor:
+    return nn_ops.avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                           divisor_override, 2)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    return nn_ops.adaptive_avg_pool(input, output_size, 1)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    return nn_ops.adaptive_avg_pool(input, output_size, 2)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    return nn_ops.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+# ------------------------------------------------------------------ attention
+
+
+def additive_mask(mask: Tensor | None, like: Tensor, true_blocks: bool) -> Tensor | None:
+    """A mask as the float added to attention scores (-inf where attention is blocked)."""
+    if mask is None:
+        return None
+    if mask.arr.dtype == np.bool_:
+        blocked = mask.arr if true_blocks else ~mask.arr
+        return ops.const(np.where(blocked, -np.inf, 0.0).astype(like.arr.dtype))
+    return mask
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
+    only_defaults("torch.nn.functional.scaled_dot_product_attention", enable_gqa=enable_gqa)
+    n_q, n_k = query.arr.shape[-2], key.arr.shape[-2]
+    factor = 1.0 / math.sqrt(query.arr.shape[-1]) if scale is None else scale
+    scores = ops.matmul(query, ops.transpose(key, -2, -1)) * factor
+    if is_causal:
+        scores = scores + ops.const(np.where(np.tril(np.ones((n_q, n_k), bool)), 0.0, -np.inf)
+                                    .astype(scores.arr.dtype))
+    mask = additive_mask(attn_mask, scores, true_blocks=False)
+    if mask is not None:
+        scores = scores + mask
+    weights = ops.softmax(scores, -1)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p, True)
+    return ops.matmul(weights, value)
+
+
 # ------------------------------------------------------------------- losses
+
+
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """PyTorch's reading of the deprecated `size_average=`/`reduce=` (either given wins
+    over `reduction`): reduce=False keeps every element, else size_average picks mean or sum."""
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is not None and not reduce:
+        return "none"
+    return "sum" if size_average is not None and not size_average else "mean"
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -134,17 +280,21 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
              reduction: str = "mean", weight: Any = None) -> Tensor:
+    only_defaults("torch.nn.functional.mse_loss", weight=weight)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     d = input - target
     return _reduce(d ** 2, reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
             reduction: str = "mean") -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     return _reduce(ops.abs(input - target), reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     d = ops.abs(input - target)
     return _reduce(ops.where(d.arr < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
@@ -153,6 +303,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
              reduction: str = "mean") -> Tensor:
     """Negative log-likelihood over dim 1 (dim 0 for an unbatched input)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     cdim = 1 if input.arr.ndim > 1 else 0
     tgt = target.arr.astype(np.int64)
     valid = tgt != ignore_index
@@ -169,6 +320,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                   size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     cdim = 1 if input.arr.ndim > 1 else 0
     logp = ops.log_softmax(input, cdim)
     if target.arr.dtype.kind == "f":  # class probabilities
@@ -192,6 +344,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                      weight: Tensor | None = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     log_one_plus_exp_neg = -ops.logsigmoid(input)
     if pos_weight is None:
         loss = (1 - target) * input + log_one_plus_exp_neg
@@ -205,6 +358,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
+    reduction = legacy_reduction(size_average, reduce, reduction)
     log_p = ops.clamp(ops.log(input), min=-100.0)
     log_q = ops.clamp(ops.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_q)

@@ -8,8 +8,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ... import ops, rng
-from ...errors import NotSupportedByEngine
+from ... import dtypes, ops, rng
+from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 from . import functional as F
 
@@ -18,16 +18,33 @@ class Parameter(Tensor):
     """A leaf that a Module registers; requires grad unless told otherwise."""
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        arr = data.arr if data is not None else np.zeros(0, np.float32)
-        super().__init__(arr, requires_grad=requires_grad)
+        if data is None:
+            super().__init__(np.zeros(0, np.float32), requires_grad=requires_grad)
+        else:  # same storage and version counter as `data`, as in PyTorch
+            super().__init__(data.arr, requires_grad=requires_grad, counter=data._counter)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
 
+def initialised(arr: np.ndarray, writes: int = 1) -> Parameter:
+    """A parameter as `reset_parameters` leaves it: each in-place init call PyTorch
+    makes bumped its version (the count its in-place error prints)."""
+    return Parameter(Tensor(arr.astype(np.float32), counter=[writes, None]))
+
+
 def _uniform(shape: tuple[int, ...], bound: float) -> Parameter:
-    arr = rng.generator().uniform(-bound, bound, shape).astype(np.float32)
-    return Parameter(Tensor(arr))
+    return initialised(rng.generator().uniform(-bound, bound, shape, np.float32))
+
+
+def factory(api: str, device: Any = None, dtype: Any = None) -> None:
+    """A layer's `device=`/`dtype=`: only the CPU and float32 are modelled."""
+    from ...methods import device as check_device
+
+    if device is not None:
+        check_device(device)
+    if dtype is not None and dtype is not dtypes.float32:
+        raise NotSupportedByEngine(f"{api}(dtype={dtype!r})")
 
 
 class Module:
@@ -325,8 +342,10 @@ class ModuleDict(Module):
 
 
 class Linear(Module):
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, **_: Any) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
+        factory("torch.nn.Linear", device, dtype)
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _uniform((out_features, in_features), bound)
@@ -341,35 +360,63 @@ class Linear(Module):
 
 class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 **_: Any) -> None:
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight: Any = None,
+                 _freeze: bool = False, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        factory("torch.nn.Embedding", device, dtype)
+        only_defaults("torch.nn.Embedding", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
+                      _weight=_weight, _freeze=_freeze)
+        if padding_idx is not None and padding_idx < 0:
+            padding_idx += num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
-        arr = rng.generator().standard_normal((num_embeddings, embedding_dim)).astype(np.float32)
+        arr = rng.generator().normal(0.0, 1.0, (num_embeddings, embedding_dim), np.float32)
         if padding_idx is not None:
             arr[padding_idx] = 0
-        self.weight = Parameter(Tensor(arr))
+        self.weight = initialised(arr, 1 if padding_idx is None else 2)
 
     def forward(self, idx: Tensor) -> Tensor:
         return F.embedding(idx, self.weight, self.padding_idx)
 
 
+class EmbeddingBag(Module):
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Any = None, include_last_offset: bool = False,
+                 padding_idx: int | None = None, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        factory("torch.nn.EmbeddingBag", device, dtype)
+        only_defaults("torch.nn.EmbeddingBag", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
+                      _weight=_weight, padding_idx=padding_idx)
+        self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
+        self.include_last_offset = include_last_offset
+        self.weight = initialised(rng.generator().normal(0.0, 1.0, (num_embeddings, embedding_dim), np.float32))
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, mode=self.mode,
+                               per_sample_weights=per_sample_weights,
+                               include_last_offset=self.include_last_offset)
+
+
 class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
 
 class LayerNorm(Module):
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, **_: Any) -> None:
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        factory("torch.nn.LayerNorm", device, dtype)
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        self.weight = Parameter(Tensor(np.ones(shape, np.float32))) if elementwise_affine else None
-        self.bias = Parameter(Tensor(np.zeros(shape, np.float32))) if elementwise_affine and bias else None
+        self.weight = initialised(np.ones(shape)) if elementwise_affine else None
+        self.bias = initialised(np.zeros(shape)) if elementwise_affine and bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -394,8 +441,10 @@ def _activation(name: str, fn: Callable[..., Tensor], *params: str) -> type:
 
     def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
         Module.__init__(self)
-        kwargs.pop("inplace", None)
-        object.__setattr__(self, "_kw", {**dict(zip(params, args)), **kwargs})
+        kw = {**dict(zip(params + ("inplace",), args)), **kwargs}
+        if kw.get("inplace") and "inplace" not in params:
+            raise NotSupportedByEngine(f"torch.nn.{name}(inplace=True)")
+        object.__setattr__(self, "_kw", kw)
 
     def forward(self: Module, x: Tensor) -> Tensor:
         return fn(x, **self._kw)
@@ -403,7 +452,7 @@ def _activation(name: str, fn: Callable[..., Tensor], *params: str) -> type:
     return type(name, (Module,), {"__init__": __init__, "forward": forward})
 
 
-ReLU = _activation("ReLU", lambda x: ops.relu(x))
+ReLU = _activation("ReLU", F.relu, "inplace")
 ReLU6 = _activation("ReLU6", F.relu6)
 Tanh = _activation("Tanh", lambda x: ops.tanh(x))
 Sigmoid = _activation("Sigmoid", lambda x: ops.sigmoid(x))
@@ -422,10 +471,7 @@ def _loss(name: str, fn: Callable[..., Tensor], *params: str) -> type:
 
     def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
         Module.__init__(self)
-        kw = {**dict(zip(params, args)), **kwargs}
-        for legacy in ("size_average", "reduce"):
-            kw.pop(legacy, None)
-        object.__setattr__(self, "_kw", kw)
+        object.__setattr__(self, "_kw", {**dict(zip(params, args)), **kwargs})
 
     def forward(self: Module, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return fn(input, target, **self._kw)

@@ -16,7 +16,7 @@ from ... import ops
 from ...errors import NotSupportedByEngine
 from ...tape import Tensor
 from . import functional as F
-from .modules import Module, _uniform
+from .modules import Module, _uniform, factory
 
 Step = Callable[[Tensor, Any, tuple], Any]
 
@@ -56,8 +56,10 @@ class _RNNBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 nonlinearity: str = "tanh", proj_size: int = 0, **_: Any) -> None:
+                 nonlinearity: str = "tanh", proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
+        factory(f"torch.nn.{type(self).__name__}", device, dtype)
         if bidirectional or proj_size:
             raise NotSupportedByEngine(f"torch.nn.{type(self).__name__}(bidirectional/proj_size)")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
@@ -162,8 +164,9 @@ class _CellBase(Module):
     gate_count = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: str = "tanh", **_: Any) -> None:
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        factory(f"torch.nn.{type(self).__name__}", device, dtype)
         self.input_size, self.hidden_size, self.nonlinearity = input_size, hidden_size, nonlinearity
         k = 1.0 / math.sqrt(hidden_size)
         g = self.gate_count * hidden_size

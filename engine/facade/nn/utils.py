@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ... import ops
-from ...errors import NotSupportedByEngine
+from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 
 
@@ -18,6 +18,7 @@ def _grads(parameters: Any) -> list[Tensor]:
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach: Any = None) -> Tensor:
+    only_defaults("torch.nn.utils.clip_grad_norm_", error_if_nonfinite=error_if_nonfinite)
     grads = _grads(parameters)
     if norm_type == float("inf"):
         total = max((float(np.abs(g.arr).max()) for g in grads), default=0.0)

@@ -1,0 +1,339 @@
+"""`torch.distributions`: Normal, Categorical, Bernoulli, MultivariateNormal (diagonal
+covariance), Beta, and `kl_divergence` between two Normals or two Categoricals.
+
+Each follows PyTorch's own formulas, so the graph a program builds is the one
+PyTorch builds: in particular `Categorical(logits=...)` normalises its logits in
+the constructor and computes `probs` lazily on first access, then caches it (and
+vice versa), so a cached attribute carries the graph of its first use into
+every later one — exactly the reuse a second backward trips over.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes, ops, rng, tensor_ops
+from ..errors import NotSupportedByEngine
+from ..tape import STATE, Tensor
+from .nn import functional as F
+
+_EPS = float(np.finfo(np.float32).eps)
+_MIN = float(np.finfo(np.float32).min)
+
+
+class lazy_property:  # noqa: N801 - PyTorch's name
+    """Computed on first access, then stored on the instance (PyTorch's caching)."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn, self.name = fn, fn.__name__
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        value = self.fn(obj)
+        setattr(obj, self.name, value)
+        return value
+
+
+def _tensor(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(np.asarray(x, dtypes.DEFAULT_FLOAT.np))
+
+
+def _broadcast_all(*xs: Any) -> list[Tensor]:
+    ts = [_tensor(x) for x in xs]
+    shape = np.broadcast_shapes(*(t.arr.shape for t in ts))
+    return [ops.expand(t, shape) for t in ts]
+
+
+def _shape(sample_shape: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in sample_shape)
+
+
+class _NoGrad:
+    def __enter__(self) -> None:
+        self.prev, STATE.grad_enabled = STATE.grad_enabled, False
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.grad_enabled = self.prev
+
+
+class Distribution:
+    has_rsample = False
+
+    def __init__(self, batch_shape: tuple = (), event_shape: tuple = (), validate_args: Any = None) -> None:
+        self._batch_shape, self._event_shape = tuple(batch_shape), tuple(event_shape)
+
+    @property
+    def batch_shape(self) -> Any:
+        from ..methods import Size
+        return Size(self._batch_shape)
+
+    @property
+    def event_shape(self) -> Any:
+        from ..methods import Size
+        return Size(self._event_shape)
+
+    def _extended(self, sample_shape: Any) -> tuple[int, ...]:
+        return _shape(sample_shape) + self._batch_shape + self._event_shape
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        with _NoGrad():
+            return self.rsample(sample_shape).detach()
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.rsample")
+
+    @property
+    def stddev(self) -> Tensor:
+        return ops.sqrt(self.variance)
+
+
+class Normal(Distribution):
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, validate_args: Any = None) -> None:
+        self.loc, self.scale = _broadcast_all(loc, scale)
+        super().__init__(self.loc.arr.shape)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def stddev(self) -> Tensor:
+        return self.scale
+
+    @property
+    def variance(self) -> Tensor:
+        return ops.pow(self.stddev, 2)
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = self._extended(sample_shape)
+        with _NoGrad():
+            eps = rng.generator().normal(0.0, 1.0, shape, self.loc.arr.dtype)
+            return Tensor((eps * self.scale.arr + self.loc.arr).astype(self.loc.arr.dtype))
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        shape = self._extended(sample_shape)
+        eps = ops.const(rng.generator().normal(0.0, 1.0, shape, self.loc.arr.dtype))
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value: Any) -> Tensor:
+        var = self.scale ** 2
+        log_scale = ops.log(self.scale)
+        return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
+
+    def entropy(self) -> Tensor:
+        return 0.5 + 0.5 * math.log(2 * math.pi) + ops.log(self.scale)
+
+    def cdf(self, value: Any) -> Tensor:
+        return 0.5 * (1 + ops.erf((value - self.loc) * ops.reciprocal(self.scale) / math.sqrt(2)))
+
+
+def _probs_to_logits(probs: Tensor, binary: bool) -> Tensor:
+    ps = ops.clamp(probs, min=_EPS, max=1 - _EPS)
+    return ops.log(ps) - ops.log1p(-ps) if binary else ops.log(ps)
+
+
+class Categorical(Distribution):
+    def __init__(self, probs: Any = None, logits: Any = None, validate_args: Any = None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            self.probs = probs / ops.sum(probs, -1, keepdim=True)
+            param = self.probs
+        else:
+            self.logits = logits - ops.logsumexp(logits, -1, keepdim=True)
+            param = self.logits
+        self._num_events = param.arr.shape[-1]
+        super().__init__(param.arr.shape[:-1])
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return _probs_to_logits(self.probs, binary=False)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return ops.softmax(self.logits, -1)
+
+    @property
+    def param_shape(self) -> tuple:
+        return self._batch_shape + (self._num_events,)
+
+    @property
+    def mean(self) -> Tensor:
+        return ops.const(np.full(self._batch_shape, np.nan, np.float32))
+
+    @property
+    def mode(self) -> Tensor:
+        return Tensor(np.argmax(self.probs.arr, -1))
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = _shape(sample_shape)
+        p = self.probs.arr.reshape(-1, self._num_events).astype(np.float64)
+        cdf = np.cumsum(p / p.sum(-1, keepdims=True), -1)
+        u = rng.other().random((int(np.prod(shape)) if shape else 1, p.shape[0]))
+        draws = (u[..., None] > cdf[None]).sum(-1).clip(max=self._num_events - 1)
+        return Tensor(draws.reshape(shape + self._batch_shape).astype(np.int64))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        v = ops.unsqueeze(ops.cast(value, np.dtype(np.int64)), -1)
+        shape = np.broadcast_shapes(v.arr.shape, self.logits.arr.shape)
+        log_pmf = ops.expand(self.logits, shape)
+        idx = np.broadcast_to(v.arr, shape)[..., :1]
+        return ops.reshape(ops.gather(log_pmf, -1, idx), shape[:-1])
+
+    def entropy(self) -> Tensor:
+        logits = ops.clamp(self.logits, min=_MIN)
+        return -ops.sum(logits * self.probs, -1)
+
+
+class OneHotCategorical(Categorical):
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        idx = super().sample(sample_shape)
+        return Tensor(np.eye(self._num_events, dtype=np.float32)[idx.arr])
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        return super().log_prob(Tensor(np.argmax(value.arr, -1)))
+
+
+class Bernoulli(Distribution):
+    def __init__(self, probs: Any = None, logits: Any = None, validate_args: Any = None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = _broadcast_all(probs)
+            param = self.probs
+        else:
+            (self.logits,) = _broadcast_all(logits)
+            param = self.logits
+        super().__init__(param.arr.shape)
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return _probs_to_logits(self.probs, binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return ops.sigmoid(self.logits)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.probs
+
+    @property
+    def variance(self) -> Tensor:
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = self._extended(sample_shape)
+        p = np.broadcast_to(self.probs.arr, shape)
+        return Tensor((rng.other().random(shape) < p).astype(self.probs.arr.dtype))
+
+    def log_prob(self, value: Any) -> Tensor:
+        logits, value = _broadcast_all(self.logits, value)
+        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
+
+    def entropy(self) -> Tensor:
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+
+class MultivariateNormal(Distribution):
+    """Only diagonal covariances (given as covariance_matrix or scale_tril) are modelled."""
+
+    has_rsample = True
+
+    def __init__(self, loc: Tensor, covariance_matrix: Any = None, precision_matrix: Any = None,
+                 scale_tril: Any = None, validate_args: Any = None) -> None:
+        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
+        if len(given) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        matrix = _tensor(given[0])
+        k = matrix.arr.shape[-1]
+        if np.any(matrix.arr * (1 - np.eye(k)) != 0):
+            raise NotSupportedByEngine("MultivariateNormal with a non-diagonal covariance")
+        diag = ops.index(matrix, (Ellipsis, np.arange(k), np.arange(k)))
+        if precision_matrix is not None:
+            raise NotSupportedByEngine("MultivariateNormal(precision_matrix=...)")
+        self._std = diag if scale_tril is not None else ops.sqrt(diag)
+        self.loc, self._std = _broadcast_all(loc, self._std)
+        super().__init__(self.loc.arr.shape[:-1], self.loc.arr.shape[-1:])
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        return self._std ** 2
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        eps = ops.const(rng.generator().normal(0.0, 1.0, self._extended(sample_shape), np.float32))
+        return self.loc + eps * self._std
+
+    def _half_log_det(self) -> Tensor:
+        return ops.sum(ops.log(self._std), -1)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        m = ops.sum(((value - self.loc) / self._std) ** 2, -1)
+        k = self._event_shape[0]
+        return -0.5 * (k * math.log(2 * math.pi) + m) - self._half_log_det()
+
+    def entropy(self) -> Tensor:
+        k = self._event_shape[0]
+        return 0.5 * k * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+
+
+class Beta(Distribution):
+    def __init__(self, concentration1: Any, concentration0: Any, validate_args: Any = None) -> None:
+        self.concentration1, self.concentration0 = _broadcast_all(concentration1, concentration0)
+        super().__init__(self.concentration1.arr.shape)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = self._extended(sample_shape)
+        a = np.broadcast_to(self.concentration1.arr, shape)
+        b = np.broadcast_to(self.concentration0.arr, shape)
+        return Tensor(rng.other().beta(a, b).astype(np.float32))
+
+    def _log_beta(self) -> Tensor:
+        a, b = self.concentration1, self.concentration0
+        return tensor_ops.lgamma(a) + tensor_ops.lgamma(b) - tensor_ops.lgamma(a + b)
+
+    def log_prob(self, value: Any) -> Tensor:
+        a, b = self.concentration1, self.concentration0
+        return (a - 1) * ops.log(value) + (b - 1) * ops.log1p(-value) - self._log_beta()
+
+    def entropy(self) -> Tensor:
+        a, b = self.concentration1, self.concentration0
+        dg = tensor_ops.digamma
+        return self._log_beta() - (a - 1) * dg(a) - (b - 1) * dg(b) + (a + b - 2) * dg(a + b)
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    if isinstance(p, Normal) and isinstance(q, Normal):
+        var_ratio = (p.scale / q.scale) ** 2
+        t1 = ((p.loc - q.loc) / q.scale) ** 2
+        return 0.5 * (var_ratio + t1 - 1 - ops.log(var_ratio))
+    if isinstance(p, Categorical) and isinstance(q, Categorical):
+        t = p.probs * (p.logits - q.logits)
+        t = ops.where(q.probs.arr == 0, math.inf, t)
+        t = ops.where(p.probs.arr == 0, 0.0, t)
+        return ops.sum(t, -1)
+    raise NotSupportedByEngine(f"kl_divergence({type(p).__name__}, {type(q).__name__})")
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise NotSupportedByEngine(f"torch.distributions.{name}")

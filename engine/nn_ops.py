@@ -1,0 +1,407 @@
+"""Layer operations: convolution, pooling, batch normalisation, declared like `ops`.
+
+Convolution is three bilinear maps: `conv(x, w)`, its adjoint in x
+(`conv_t(y, w)`, which is also ConvTranspose) and its adjoint in w
+(`conv_w(x, y)`). Each one's backward is written with the other two, so
+`create_graph=True` records second-order terms through any of them. All work on
+windows of a padded input taken with numpy stride tricks (im2col): loops run
+over kernel positions, never over elements. 1-D layers are 2-D ones of height 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import ops
+from .errors import NotSupportedByEngine
+from .ops import const
+from .tape import Op, Tensor, apply
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """stride, padding, dilation (each (h, w)) and groups of one convolution or pool."""
+
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    groups: int = 1
+
+
+def pair(v: Any, n: int = 2) -> tuple[int, ...]:
+    return tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+def _as2d(a: np.ndarray, spatial: int) -> np.ndarray:
+    """A 1-D layer's (N, C, L) array as (N, C, 1, L)."""
+    return a[:, :, None, :] if spatial == 1 else a
+
+
+def _windows(x: np.ndarray, k: tuple[int, int], geo: Geometry, fill: float = 0.0) -> np.ndarray:
+    """(N, C, OH, OW, kh, kw) view of the padded input's receptive fields."""
+    (ph, pw), (dh, dw), (sh, sw) = geo.padding, geo.dilation, geo.stride
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill) if ph or pw else x
+    reach = ((k[0] - 1) * dh + 1, (k[1] - 1) * dw + 1)
+    win = np.lib.stride_tricks.sliding_window_view(xp, reach, axis=(2, 3))
+    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def _unwindow(cols: np.ndarray, shape: tuple, geo: Geometry) -> np.ndarray:
+    """Adjoint of `_windows`: sum window entries back into an array of `shape` (N, C, H, W)."""
+    n, c, oh, ow, kh, kw = cols.shape
+    (ph, pw), (dh, dw), (sh, sw) = geo.padding, geo.dilation, geo.stride
+    out = np.zeros((n, c, shape[2] + 2 * ph, shape[3] + 2 * pw), cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[..., i, j]
+    return out[:, :, ph:ph + shape[2], pw:pw + shape[3]]
+
+
+def _grouped(cols: np.ndarray, g: int) -> np.ndarray:
+    n, c = cols.shape[:2]
+    return cols.reshape(n, g, c // g, *cols.shape[2:])
+
+
+def _conv(x: np.ndarray, w: np.ndarray, geo: Geometry, spatial: int) -> np.ndarray:
+    x2, w2 = _as2d(x, spatial), _as2d(w, spatial)
+    g, o = geo.groups, w2.shape[0]
+    cols = _grouped(_windows(x2, w2.shape[2:], geo), g)
+    wg = w2.reshape(g, o // g, *w2.shape[1:])
+    y = np.einsum("ngchwij,gocij->ngohw", cols, wg, optimize=True)
+    y = y.reshape(y.shape[0], o, *y.shape[3:]).astype(x.dtype)
+    return y[:, :, 0] if spatial == 1 else y
+
+
+def _conv_t(y: np.ndarray, w: np.ndarray, x_shape: tuple, geo: Geometry, spatial: int) -> np.ndarray:
+    y2, w2 = _as2d(y, spatial), _as2d(w, spatial)
+    shape2 = x_shape[:2] + (1,) + x_shape[2:] if spatial == 1 else x_shape
+    g, o = geo.groups, w2.shape[0]
+    yg = y2.reshape(y2.shape[0], g, o // g, *y2.shape[2:])
+    wg = w2.reshape(g, o // g, *w2.shape[1:])
+    cols = np.einsum("ngohw,gocij->ngchwij", yg, wg, optimize=True)
+    cols = cols.reshape(cols.shape[0], -1, *cols.shape[3:])
+    x = _unwindow(cols, shape2, geo).astype(y.dtype)
+    return x[:, :, 0] if spatial == 1 else x
+
+
+def _conv_w(x: np.ndarray, y: np.ndarray, w_shape: tuple, geo: Geometry, spatial: int) -> np.ndarray:
+    x2, y2 = _as2d(x, spatial), _as2d(y, spatial)
+    k = (1,) + tuple(w_shape[2:]) if spatial == 1 else tuple(w_shape[2:])
+    g, o = geo.groups, y2.shape[1]
+    cols = _grouped(_windows(x2, k, geo), g)
+    yg = y2.reshape(y2.shape[0], g, o // g, *y2.shape[2:])
+    w = np.einsum("ngohw,ngchwij->gocij", yg, cols, optimize=True).reshape(w_shape)
+    return w.astype(x.dtype)
+
+
+def _conv_fwd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, *, geo: Geometry,
+              spatial: int) -> np.ndarray:
+    y = _conv(x, w, geo, spatial)
+    return y + b.reshape((1, -1) + (1,) * spatial) if b is not None else y
+
+
+def _conv_bwd(c: Any, g: Tensor) -> tuple:
+    geo, sp = c.attrs["geo"], c.attrs["spatial"]
+    x, w = c.saved[0], c.saved[1]
+    gx = apply(CONV_T, g, w, x_shape=c.shapes[0], geo=geo, spatial=sp) if c.needs[0] else None
+    gw = apply(CONV_W, x, g, w_shape=c.shapes[1], geo=geo, spatial=sp) if c.needs[1] else None
+    gb = ops.sum(g, (0,) + tuple(range(2, 2 + sp))) if len(c.needs) > 2 and c.needs[2] else None
+    return (gx, gw, gb)[:len(c.needs)]
+
+
+def _conv_t_bwd(c: Any, g: Tensor) -> tuple:
+    """y -> conv_t(y, w): adjoint pairs give conv(g, w) for y, conv_w(g, y) for w."""
+    geo, sp = c.attrs["geo"], c.attrs["spatial"]
+    y, w = c.saved[0], c.saved[1]
+    gy = apply(CONV, g, w, geo=geo, spatial=sp) if c.needs[0] else None
+    gw = apply(CONV_W, g, y, w_shape=c.shapes[1], geo=geo, spatial=sp) if c.needs[1] else None
+    return gy, gw
+
+
+def _conv_w_bwd(c: Any, g: Tensor) -> tuple:
+    geo, sp = c.attrs["geo"], c.attrs["spatial"]
+    x, y = c.saved[0], c.saved[1]
+    gx = apply(CONV_T, y, g, x_shape=c.shapes[0], geo=geo, spatial=sp) if c.needs[0] else None
+    gy = apply(CONV, x, g, geo=geo, spatial=sp) if c.needs[1] else None
+    return gx, gy
+
+
+CONV = Op("Convolution", _conv_fwd, _conv_bwd, (0, 1))
+CONV_T = Op("ConvolutionBackward", lambda y, w, x_shape, geo, spatial: _conv_t(y, w, x_shape, geo, spatial),
+            _conv_t_bwd, (0, 1))
+CONV_W = Op("ConvolutionBackward", lambda x, y, w_shape, geo, spatial: _conv_w(x, y, w_shape, geo, spatial),
+            _conv_w_bwd, (0, 1))
+
+
+def _conv_transpose_fwd(y: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, *,
+                        x_shape: tuple, geo: Geometry, spatial: int) -> np.ndarray:
+    x = _conv_t(y, w, x_shape, geo, spatial)
+    return x + b.reshape((1, -1) + (1,) * spatial) if b is not None else x
+
+
+def _conv_transpose_bwd(c: Any, g: Tensor) -> tuple:
+    gy, gw = _conv_t_bwd(c, g)
+    gb = ops.sum(g, (0,) + tuple(range(2, 2 + c.attrs["spatial"]))) \
+        if len(c.needs) > 2 and c.needs[2] else None
+    return (gy, gw, gb)[:len(c.needs)]
+
+
+CONV_TRANSPOSE = Op("Convolution", _conv_transpose_fwd, _conv_transpose_bwd, (0, 1))
+
+
+def _padding(padding: Any, kernel: tuple, dilation: tuple, stride: tuple) -> tuple[int, ...]:
+    if padding == "valid":
+        return (0,) * len(kernel)
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+        if any(t % 2 for t in totals):
+            raise NotSupportedByEngine("padding='same' with an even kernel (asymmetric padding)")
+        return tuple(t // 2 for t in totals)
+    return pair(padding, len(kernel))
+
+
+def _geometry(spatial: int, kernel: tuple, stride: Any, padding: Any, dilation: Any,
+              groups: int) -> Geometry:
+    s, d = pair(stride, spatial), pair(dilation, spatial)
+    p = _padding(padding, kernel, d, s)
+    if spatial == 1:
+        return Geometry((1, s[0]), (0, p[0]), (1, d[0]), groups)
+    return Geometry(s, p, d, groups)  # type: ignore[arg-type]
+
+
+def _batched(x: Tensor, spatial: int) -> tuple[Tensor, bool]:
+    if x.arr.ndim == spatial + 1:
+        return ops.unsqueeze(x, 0), True
+    if x.arr.ndim != spatial + 2:
+        raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input "
+                           f"to conv{spatial}d, but got input of size: {list(x.arr.shape)}")
+    return x, False
+
+
+def _unbatched(out: Tensor, squeeze: bool) -> Tensor:
+    return ops.reshape(out, out.arr.shape[1:]) if squeeze else out
+
+
+def conv(x: Tensor, w: Tensor, b: Tensor | None, stride: Any, padding: Any, dilation: Any,
+         groups: int, spatial: int) -> Tensor:
+    x, squeeze = _batched(x, spatial)
+    x, w = ops.operands(x, w)
+    if x.arr.shape[1] != w.arr.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.arr.shape)}, expected input"
+                           f"{list(x.arr.shape)} to have {w.arr.shape[1] * groups} channels, but got "
+                           f"{x.arr.shape[1]} channels instead")
+    geo = _geometry(spatial, w.arr.shape[2:], stride, padding, dilation, groups)
+    inputs = (x, w) if b is None else (x, w, b)
+    return _unbatched(apply(CONV, *inputs, geo=geo, spatial=spatial), squeeze)
+
+
+def conv_transpose(x: Tensor, w: Tensor, b: Tensor | None, stride: Any, padding: Any,
+                   output_padding: Any, groups: int, dilation: Any, spatial: int) -> Tensor:
+    x, squeeze = _batched(x, spatial)
+    geo = _geometry(spatial, w.arr.shape[2:], stride, padding, dilation, groups)
+    s, p, d = pair(stride, spatial), pair(padding, spatial), pair(dilation, spatial)
+    op_ = pair(output_padding, spatial)
+    size = tuple((n - 1) * s[i] - 2 * p[i] + d[i] * (w.arr.shape[2 + i] - 1) + op_[i] + 1
+                 for i, n in enumerate(x.arr.shape[2:]))
+    x_shape = (x.arr.shape[0], w.arr.shape[1] * groups) + size
+    inputs = (x, w) if b is None else (x, w, b)
+    return _unbatched(apply(CONV_TRANSPOSE, *inputs, x_shape=x_shape, geo=geo, spatial=spatial), squeeze)
+
+
+# --------------------------------------------------------------------- pooling
+
+
+def _max_pool_fwd(x: np.ndarray, k: tuple, geo: Geometry, spatial: int) -> tuple:
+    x2 = _as2d(x, spatial)
+    cols = _windows(x2, k, geo, fill=-np.inf)
+    flat = cols.reshape(*cols.shape[:4], -1)
+    arg = flat.argmax(-1)
+    out = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    # flat index of each winner in the unpadded input (PyTorch's `indices`)
+    oh, ow = np.indices(out.shape[2:])
+    i, j = np.divmod(arg, k[1])
+    rows = oh * geo.stride[0] - geo.padding[0] + i * geo.dilation[0]
+    cols_ = ow * geo.stride[1] - geo.padding[1] + j * geo.dilation[1]
+    idx = rows * x2.shape[3] + cols_
+    if spatial == 1:
+        out, idx = out[:, :, 0], idx[:, :, 0]
+    return out.astype(x.dtype), {"indices": idx.astype(np.int64)}
+
+
+def _scatter_pool(g: np.ndarray, idx: np.ndarray, shape: tuple) -> np.ndarray:
+    n, c = shape[:2]
+    out = np.zeros((n, c, int(np.prod(shape[2:]))), g.dtype)
+    np.add.at(out, (np.arange(n)[:, None, None], np.arange(c)[None, :, None], idx.reshape(n, c, -1)),
+              g.reshape(n, c, -1))
+    return out.reshape(shape)
+
+
+def _gather_pool(g: Tensor, idx: np.ndarray) -> Tensor:
+    """Each window's winner picked from `g` (the adjoint of the scatter), recorded."""
+    n, c = g.arr.shape[:2]
+    flat = ops.reshape(g, (n, c, -1))
+    return ops.reshape(ops.gather(flat, 2, idx.reshape(n, c, -1)), idx.shape)
+
+
+MAX_POOL = Op("MaxPool2DWithIndices", lambda x, k, geo, spatial: _max_pool_fwd(x, k, geo, spatial),
+              lambda c, g: (apply(MAX_POOL_BACKWARD, g, idx=c.saved["indices"].arr, shape=c.shapes[0]),),
+              (0, "indices"))
+MAX_POOL_BACKWARD = Op("MaxPool2DWithIndicesBackward",
+                       lambda g, idx, shape: _scatter_pool(g, idx, shape),
+                       lambda c, g: (_gather_pool(g, c.attrs["idx"]),))
+
+
+def _avg_fwd(x: np.ndarray, k: tuple, geo: Geometry, spatial: int) -> np.ndarray:
+    cols = _windows(_as2d(x, spatial), k, geo)
+    out = cols.mean(axis=(-1, -2)).astype(x.dtype)
+    return out[:, :, 0] if spatial == 1 else out
+
+
+def _avg_bwd_np(g: np.ndarray, shape: tuple, k: tuple, geo: Geometry, spatial: int) -> np.ndarray:
+    g2 = _as2d(g, spatial)
+    shape2 = shape[:2] + (1,) + shape[2:] if spatial == 1 else shape
+    cols = np.broadcast_to((g2 / (k[0] * k[1]))[..., None, None], g2.shape + tuple(k))
+    x = _unwindow(np.ascontiguousarray(cols), shape2, geo).astype(g.dtype)
+    return x[:, :, 0] if spatial == 1 else x
+
+
+def _pool_op(name: str) -> Op:
+    return Op(name, _avg_fwd,
+              lambda c, g: (apply(AVG_POOL_BACKWARD, g, shape=c.shapes[0], k=c.attrs["k"],
+                                  geo=c.attrs["geo"], spatial=c.attrs["spatial"]),), (0,))
+
+
+AVG_POOL = _pool_op("AvgPool2D")
+ADAPTIVE_AVG_POOL = _pool_op("AdaptiveAvgPool2D")
+AVG_POOL_BACKWARD = Op("AvgPool2DBackward",
+                       lambda g, shape, k, geo, spatial: _avg_bwd_np(g, shape, k, geo, spatial),
+                       lambda c, g: (apply(AVG_POOL, g, k=c.attrs["k"], geo=c.attrs["geo"],
+                                           spatial=c.attrs["spatial"]),))
+
+
+def _pool_geometry(spatial: int, kernel: Any, stride: Any, padding: Any, dilation: Any,
+                   ceil_mode: bool) -> tuple[tuple, Geometry]:
+    if ceil_mode:
+        raise NotSupportedByEngine("pooling with ceil_mode=True")
+    k = pair(kernel, spatial)
+    geo = _geometry(spatial, k, stride if stride not in (None, []) else k, padding, dilation, 1)
+    return ((1, k[0]) if spatial == 1 else k), geo
+
+
+def max_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+             return_indices: bool, spatial: int) -> Any:
+    x, squeeze = _batched(x, spatial)
+    k, geo = _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
+    out = _unbatched(apply(MAX_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
+    if return_indices:
+        raise NotSupportedByEngine("max_pool with return_indices=True")
+    return out
+
+
+def avg_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,
+             count_include_pad: bool, divisor_override: Any, spatial: int) -> Tensor:
+    x, squeeze = _batched(x, spatial)
+    k, geo = _pool_geometry(spatial, kernel, stride, padding, 1, ceil_mode)
+    if divisor_override is not None or (not count_include_pad and any(geo.padding)):
+        raise NotSupportedByEngine("avg_pool with divisor_override or count_include_pad=False")
+    return _unbatched(apply(AVG_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
+
+
+def adaptive_avg_pool(x: Tensor, output_size: Any, spatial: int) -> Tensor:
+    """Output size 1 is a mean (PyTorch lowers it so: nothing saved); sizes that divide
+    the input are an average pool; others are not modelled."""
+    x, squeeze = _batched(x, spatial)
+    size = x.arr.shape[2:]
+    out = tuple(s if o is None else o for o, s in zip(pair(output_size, spatial), size))
+    if all(o == 1 for o in out):
+        return _unbatched(ops.mean(x, tuple(range(2, 2 + spatial)), keepdim=True), squeeze)
+    if any(s % o for s, o in zip(size, out)):
+        raise NotSupportedByEngine("adaptive_avg_pool with an output size that does not divide the input")
+    k = tuple(s // o for s, o in zip(size, out))
+    geo = _geometry(spatial, k, k, 0, 1, 1)
+    k2 = (1, k[0]) if spatial == 1 else k
+    return _unbatched(apply(ADAPTIVE_AVG_POOL, x, k=k2, geo=geo, spatial=spatial), squeeze)
+
+
+# ---------------------------------------------------------------- batch norm
+
+
+def _bn_axes(x: np.ndarray) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, x.ndim))
+
+
+def _bn_shape(x: np.ndarray) -> tuple[int, ...]:
+    return (1, -1) + (1,) * (x.ndim - 2)
+
+
+def _bn_fwd(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None = None, *,
+            mean: np.ndarray, invstd: np.ndarray, training: bool, affine: bool) -> tuple:
+    shape = _bn_shape(x)
+    out = (x - mean.reshape(shape)) * invstd.reshape(shape)
+    if w is not None:
+        out = out * w.reshape(shape)
+    if b is not None:
+        out = out + b.reshape(shape)
+    return out.astype(x.dtype), {"mean": mean, "invstd": invstd}
+
+
+def _bn_bwd(c: Any, g: Tensor) -> tuple:
+    """Normalised by batch statistics (training) or by fixed ones (eval); the statistics
+    enter as constants, so second-order terms through them are not recorded."""
+    x = c.saved[0]
+    shape, axes = _bn_shape(x.arr), _bn_axes(x.arr)
+    mean = const(c.attrs["mean"].reshape(shape).astype(x.arr.dtype))
+    invstd = const(c.attrs["invstd"].reshape(shape).astype(x.arr.dtype))
+    has_w = len(c.needs) > 1 and c.attrs["affine"]
+    w = ops.reshape(c.saved[1], shape) if has_w else None
+    xhat = (x - mean) * invstd
+    gw = ops.sum(g * xhat, axes) if has_w and c.needs[1] else None
+    gb = ops.sum(g, axes) if len(c.needs) > 2 and c.needs[2] else None
+    gx = None
+    if c.needs[0]:
+        scale = invstd if w is None else invstd * w
+        if c.attrs["training"]:
+            m = float(np.prod([x.arr.shape[a] for a in axes]))
+            gx = (g - ops.sum(g, axes, keepdim=True) / m
+                  - xhat * ops.sum(g * xhat, axes, keepdim=True) / m) * scale
+        else:
+            gx = g * scale
+    return (gx, gw, gb)[:len(c.needs)]
+
+
+BATCH_NORM = Op("NativeBatchNorm", _bn_fwd, _bn_bwd,
+                lambda needs: (0, 1) if len(needs) > 1 else (0,))
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float,
+               eps: float) -> Tensor:
+    """Batch statistics in training (running buffers updated in place, the variance
+    unbiased), the running ones in eval; PyTorch saves the input and weight either way."""
+    axes = _bn_axes(x.arr)
+    if training:
+        n = x.arr.size / x.arr.shape[1]
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(x.arr.shape)}")
+        mean = x.arr.mean(axes)
+        var = x.arr.var(axes)
+        if running_mean is not None and running_var is not None:
+            m = momentum
+            running_mean.arr[...] = (1 - m) * running_mean.arr + m * mean
+            running_var.arr[...] = (1 - m) * running_var.arr + m * var * n / (n - 1)  # no version bump, as in PyTorch's kernel
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        mean, var = running_mean.arr, running_var.arr
+    invstd = 1.0 / np.sqrt(var + eps)
+    inputs = [x] + ([weight] if weight is not None else []) + ([bias] if bias is not None else [])
+    if weight is None and bias is not None:
+        raise NotSupportedByEngine("batch_norm with a bias but no weight")
+    return apply(BATCH_NORM, *inputs, mean=mean.astype(np.float64), invstd=invstd.astype(np.float64),
+                 training=training, affine=weight is not None)

@@ -1,0 +1,267 @@
+"""More tensor ops, declared like `ops`: einsum, cumprod, scatter/index adds, unfold,
+lgamma/digamma (what distributions need), cdist."""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import ops
+from .errors import NotSupportedByEngine
+from .tape import Op, Tensor, apply
+
+# ---------------------------------------------------------------------- einsum
+
+
+def _parse(equation: str, ndims: Sequence[int]) -> tuple[list[str], str]:
+    """Explicit subscripts per operand and for the output ('...' spelled out in capitals)."""
+    eq = equation.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    spare = iter(c for c in string.ascii_uppercase if c not in eq)
+    width = max((n - len(t.replace("...", "")) for t, n in zip(terms, ndims) if "..." in t), default=0)
+    ell = "".join(next(spare) for _ in range(width))
+    terms = [t.replace("...", ell[width - (n - len(t.replace("...", ""))):]) for t, n in zip(terms, ndims)]
+    if "->" in eq:
+        out = rhs.replace("...", ell)
+    else:
+        letters = "".join(terms)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return terms, out
+
+
+def _einsum_bwd(c: Any, g: Tensor) -> tuple:
+    terms, out = c.attrs["terms"], c.attrs["out"]
+    grads = []
+    for i, need in enumerate(c.needs):
+        if not need:
+            grads.append(None)
+            continue
+        others = [(terms[j], c.saved[j]) for j in range(len(terms)) if j != i]
+        have = set(out).union(*(set(t) for t, _ in others))
+        target = "".join(ch for ch in terms[i] if ch in have)
+        gi = einsum_explicit([out] + [t for t, _ in others], target, [g] + [t for _, t in others])
+        if target != terms[i]:  # letters only this operand had were summed: broadcast back
+            shape = tuple(c.shapes[i][terms[i].index(ch)] if ch in target else 1 for ch in terms[i])
+            order = [target.index(ch) for ch in terms[i] if ch in target]
+            gi = ops.expand(ops.reshape(ops.permute(gi, order) if order != sorted(order) else gi, shape),
+                            c.shapes[i])
+        grads.append(gi)
+    return tuple(grads)
+
+
+EINSUM = Op("Einsum", lambda *arrays, terms, out: np.einsum(",".join(terms) + "->" + out, *arrays,
+                                                            optimize=len(arrays) > 2),
+            _einsum_bwd, lambda needs: tuple(range(len(needs))) if len(needs) > 1 else ())
+
+
+def einsum_explicit(terms: list[str], out: str, tensors: list[Tensor]) -> Tensor:
+    dims: dict[str, int] = {}
+    for t, x in zip(terms, tensors):
+        if len(set(t)) != len(t):
+            raise NotSupportedByEngine("einsum with a repeated index in one operand (a diagonal)")
+        for ch, n in zip(t, x.arr.shape):
+            if dims.setdefault(ch, n) != n:
+                raise NotSupportedByEngine("einsum with broadcast dimensions of different sizes")
+    return apply(EINSUM, *ops.operands(*tensors), terms=tuple(terms), out=out)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    tensors = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) \
+        else list(operands)
+    terms, out = _parse(equation, [t.arr.ndim for t in tensors])
+    return einsum_explicit(terms, out, tensors)
+
+
+# --------------------------------------------------------------------- cumprod
+
+
+def _cumprod_bwd(c: Any, g: Tensor) -> Tensor:
+    x, out, d = c.saved[0], c.saved["out"], c.attrs["dim"]
+    if (x.arr == 0).any():
+        raise NotSupportedByEngine("the gradient of cumprod at an input equal to zero")
+    return ops.flip(ops.cumsum(ops.flip(g * out, (d,)), d), (d,)) / x
+
+
+CUMPROD = Op("Cumprod", lambda a, dim: np.cumprod(a, axis=dim, dtype=a.dtype),
+             lambda c, g: (_cumprod_bwd(c, g),), (0, "out"))
+
+
+def cumprod(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    return apply(CUMPROD, a, dim=dim % max(a.arr.ndim, 1))
+
+
+# -------------------------------------------------------- scatter / index adds
+
+
+def _along(idx: np.ndarray, dim: int) -> tuple:
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[dim] = idx
+    return tuple(grids)
+
+
+def _scatter_add_fwd(a: np.ndarray, src: np.ndarray, dim: int, idx: np.ndarray) -> tuple:
+    out = a.copy()
+    np.add.at(out, _along(idx, dim), src[tuple(slice(0, n) for n in idx.shape)])
+    return out, {"index": idx}
+
+
+SCATTER_ADD = Op(
+    "ScatterAdd", _scatter_add_fwd,
+    lambda c, g: (g if c.needs[0] else None,
+                  ops.gather(g, c.attrs["dim"], c.attrs["idx"]) if c.needs[1] else None),
+    ("index",))
+
+
+def scatter_add(a: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    d = dim % a.arr.ndim
+    x, s = ops.operands(a, src)
+    return apply(SCATTER_ADD, x, s, dim=d, idx=index.arr.astype(np.int64))
+
+
+def _index_add_fwd(a: np.ndarray, src: np.ndarray, dim: int, idx: np.ndarray, alpha: float) -> tuple:
+    out = a.copy()
+    key = (slice(None),) * dim + (idx,)
+    np.add.at(out, key, src * a.dtype.type(alpha))
+    return out, {"index": idx}
+
+
+def _index_add_src_grad(c: Any, g: Tensor) -> Tensor:
+    key = (slice(None),) * c.attrs["dim"] + (c.attrs["idx"],)
+    picked = ops.index(g, key)
+    return picked * c.attrs["alpha"] if c.attrs["alpha"] != 1 else picked
+
+
+INDEX_ADD = Op("IndexAdd", _index_add_fwd,
+               lambda c, g: (g if c.needs[0] else None, _index_add_src_grad(c, g) if c.needs[1] else None),
+               ("index",))
+
+
+def index_add(a: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
+    x, s = ops.operands(a, source)
+    return apply(INDEX_ADD, x, s, dim=dim % a.arr.ndim, idx=index.arr.astype(np.int64).ravel(),
+                 alpha=alpha)
+
+
+# ---------------------------------------------------------------------- unfold
+
+
+def _unfold_fwd(a: np.ndarray, dim: int, size: int, step: int) -> np.ndarray:
+    win = np.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
+    return np.ascontiguousarray(np.take(win, np.arange(0, win.shape[dim], step), axis=dim))
+
+
+def _unfold_np_bwd(g: np.ndarray, shape: tuple, dim: int, size: int, step: int) -> np.ndarray:
+    out = np.zeros(shape, g.dtype)
+    n = g.shape[dim]
+    moved = np.moveaxis(out, dim, -1)
+    gm = np.moveaxis(g, dim, -2)  # (..., n windows, size)
+    for k in range(size):  # one pass per window position, vectorised over windows
+        moved[..., k:k + step * (n - 1) + 1:step] += gm[..., k]
+    return out
+
+
+UNFOLD = Op("Unfold", _unfold_fwd,
+            lambda c, g: (apply(UNFOLD_BACKWARD, g, shape=c.shapes[0], dim=c.attrs["dim"],
+                                size=c.attrs["size"], step=c.attrs["step"]),))
+UNFOLD_BACKWARD = Op("UnfoldBackward", _unfold_np_bwd,
+                     lambda c, g: (apply(UNFOLD, g, dim=c.attrs["dim"], size=c.attrs["size"],
+                                         step=c.attrs["step"]),))
+
+
+def unfold(a: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    return apply(UNFOLD, a, dim=dimension % max(a.arr.ndim, 1), size=size, step=step)
+
+
+# ------------------------------------------------------------ lgamma, digamma
+
+
+def _shift_up(x: np.ndarray, power: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shift positive x to >= 6 by the recurrences psi(x) = psi(x + 1) - 1/x and
+    psi1(x) = psi1(x + 1) + 1/x**2: the shifted x and the sum of the 1/x**power terms."""
+    y = np.asarray(x, np.float64).copy()
+    terms = np.zeros_like(y)
+    for _ in range(6):
+        small = y < 6
+        terms += np.where(small, 1.0 / np.where(small, y, 1.0) ** power, 0.0)
+        y = np.where(small, y + 1, y)
+    return y, terms
+
+
+def _digamma_np(x: np.ndarray) -> np.ndarray:
+    """The recurrence, then the asymptotic series (float64 accurate for x > 0)."""
+    y, terms = _shift_up(x, 1)
+    inv = 1.0 / y
+    inv2 = inv * inv
+    series = np.log(y) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    return series - terms
+
+
+def _trigamma_np(x: np.ndarray) -> np.ndarray:
+    y, terms = _shift_up(x, 2)
+    inv = 1.0 / y
+    inv2 = inv * inv
+    return terms + inv + inv2 / 2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 / 30)))
+
+
+def _lgamma_np(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.lgamma, otypes=[np.float64])(x).astype(x.dtype) if x.size else x.copy()
+
+
+TRIGAMMA = Op("Polygamma", lambda a: _trigamma_np(a).astype(a.dtype),
+              lambda c, g: (_no_second_order("polygamma"),), (0,))
+DIGAMMA = Op("Digamma", lambda a: _digamma_np(a).astype(a.dtype),
+             lambda c, g: (g * apply(TRIGAMMA, c.saved[0]),), (0,))
+LGAMMA = Op("Lgamma", _lgamma_np, lambda c, g: (g * apply(DIGAMMA, c.saved[0]),), (0,))
+
+
+def _no_second_order(what: str) -> Tensor:
+    raise NotSupportedByEngine(f"the gradient of {what}")
+
+
+def lgamma(a: Tensor) -> Tensor:
+    return apply(LGAMMA, ops._float(a))
+
+
+def digamma(a: Tensor) -> Tensor:
+    return apply(DIGAMMA, ops._float(a))
+
+
+# ------------------------------------------------------------------ tril, triu
+
+
+def _triangle_mask(shape: tuple, diagonal: int, lower: bool) -> np.ndarray:
+    rows, cols = shape[-2:]
+    ones = np.ones((rows, cols), bool)
+    return np.tril(ones, diagonal) if lower else np.triu(ones, diagonal)
+
+
+TRIANGLE = Op("Tril", lambda a, diagonal, lower: np.where(_triangle_mask(a.shape, diagonal, lower), a,
+                                                        np.zeros((), a.dtype)),
+              lambda c, g: (apply(TRIANGLE, g, diagonal=c.attrs["diagonal"], lower=c.attrs["lower"]),))
+
+
+def tril(a: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(TRIANGLE, a, diagonal=diagonal, lower=True)
+
+
+def triu(a: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(TRIANGLE, a, diagonal=diagonal, lower=False)
+
+
+# ----------------------------------------------------------------------- cdist
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> Tensor:
+    """Pairwise p-norm distances over the last dimension, batched over the leading ones."""
+    diff = ops.unsqueeze(x1, -2) - ops.unsqueeze(x2, -3)
+    if p == 2:
+        return ops.norm(diff, 2, -1)
+    if p == 1:
+        return ops.sum(ops.abs(diff), -1)
+    raise NotSupportedByEngine(f"torch.cdist with p={p!r}")

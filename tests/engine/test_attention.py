@@ -1,0 +1,97 @@
+"""scaled_dot_product_attention, MultiheadAttention and TransformerEncoder against PyTorch:
+outputs, attention weights and gradients, with PyTorch's parameters copied in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tapelint_engine import facade as E
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(5)
+
+
+def _copy_params(theirs, ours) -> None:
+    mine = dict(ours.named_parameters())
+    names = [n for n, _ in theirs.named_parameters()]
+    assert names == list(mine)
+    for n, p in theirs.named_parameters():
+        assert tuple(mine[n].shape) == tuple(p.shape)
+        mine[n].arr[...] = p.detach().numpy()
+
+
+def _grads_agree(pairs) -> None:
+    for a, b in pairs:
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"mask": "bool"}, {"mask": "float"},
+                                {"scale": 0.3}])
+def test_sdpa_agrees(fresh, kw: dict) -> None:
+    arrays = [RNG.standard_normal((2, 2, 4, 3)).astype(np.float32) for _ in range(3)]
+    bool_mask = RNG.random((4, 4)) > 0.3
+    bool_mask[:, 0] = True
+    out = []
+    for L in (torch, E):
+        q, k, v = (L.tensor(a, requires_grad=True) for a in arrays)
+        extra = {key: val for key, val in kw.items() if key != "mask"}
+        if kw.get("mask") == "bool":
+            extra["attn_mask"] = L.tensor(bool_mask)
+        elif kw.get("mask") == "float":
+            extra["attn_mask"] = L.tensor(bool_mask.astype(np.float32))
+        y = L.nn.functional.scaled_dot_product_attention(q, k, v, **extra)
+        (y * y).sum().backward()
+        out.append([y.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)])
+    _grads_agree(zip(out[1], out[0]))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("masks", [False, True])
+def test_multihead_attention_agrees(fresh, batch_first: bool, need_weights: bool, masks: bool) -> None:
+    x = RNG.standard_normal((3, 2, 8)).astype(np.float32)
+    mem = RNG.standard_normal((5, 2, 8)).astype(np.float32)
+    if batch_first:
+        x, mem = x.transpose(1, 0, 2).copy(), mem.transpose(1, 0, 2).copy()
+    kpm = np.array([[False] * 4 + [True], [False] * 5])
+    attn = np.triu(np.ones((3, 5), bool), 3)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    ours = E.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    _copy_params(theirs, ours)
+    results = []
+    for L, m in ((torch, theirs), (E, ours)):
+        q, kv = L.tensor(x, requires_grad=True), L.tensor(mem, requires_grad=True)
+        kw = dict(key_padding_mask=L.tensor(kpm), attn_mask=L.tensor(attn)) if masks else {}
+        out, w = m(q, kv, kv, need_weights=need_weights, **kw)
+        (out * out).sum().backward()
+        results.append([out.detach().numpy(), q.grad.numpy(), kv.grad.numpy(),
+                        m.in_proj_weight.grad.numpy()] + ([w.detach().numpy()] if need_weights else []))
+        assert (w is None) == (not need_weights)
+    _grads_agree(zip(results[1], results[0]))
+
+
+def test_mha_parameter_versions_match(fresh) -> None:
+    theirs, ours = torch.nn.MultiheadAttention(4, 2), E.nn.MultiheadAttention(4, 2)
+    for (n, p), (_, q) in zip(theirs.named_parameters(), ours.named_parameters()):
+        assert p._version == q._version, n
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_agrees(fresh, norm_first: bool) -> None:
+    x = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    kpm = np.array([[False] * 5, [False] * 3 + [True] * 2])
+    models = []
+    for L in (torch, E):
+        layer = L.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                             norm_first=norm_first, activation="gelu")
+        models.append(L.nn.TransformerEncoder(layer, 2, norm=L.nn.LayerNorm(8), enable_nested_tensor=False))
+    _copy_params(*models)
+    results = []
+    for L, m in zip((torch, E), models):
+        t = L.tensor(x, requires_grad=True)
+        y = m(t, src_key_padding_mask=L.tensor(kpm))
+        (y * y).sum().backward()
+        results.append([y.detach().numpy(), t.grad.numpy(), m.layers[0].linear1.weight.grad.numpy()])
+    _grads_agree(zip(results[1], results[0]))

@@ -1,0 +1,108 @@
+"""torch.distributions against PyTorch: log_prob, entropy, rsample gradients, KL, the
+lazily cached logits/probs (and the graph reuse they cause), sample shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tapelint_engine import facade as E
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(3)
+LOC = RNG.standard_normal((4, 3)).astype(np.float32)
+RAW = RNG.standard_normal((4, 3)).astype(np.float32)
+VALUE = RNG.standard_normal((4, 3)).astype(np.float32)
+UNIT = (RNG.random((4, 3)) * 0.8 + 0.1).astype(np.float32)
+
+CASES = {
+    "normal": lambda D, L, a, b: (D.Normal(a, b.exp()).log_prob(L.tensor(VALUE)).sum()
+                                  + D.Normal(a, b.exp()).entropy().sum()),
+    "normal_scalar_scale": lambda D, L, a, b: D.Normal(a, 0.5).log_prob(b).sum(),
+    "normal_cdf": lambda D, L, a, b: D.Normal(a, b.exp()).cdf(L.tensor(VALUE)).sum(),
+    "categorical_logits": lambda D, L, a, b: (D.Categorical(logits=a).log_prob(L.tensor([0, 2, 1, 1])).sum()
+                                              + D.Categorical(logits=a).entropy().sum()),
+    "categorical_probs": lambda D, L, a, b: (D.Categorical(probs=b.exp()).log_prob(L.tensor([2, 0, 0, 1])).sum()
+                                             + D.Categorical(probs=b.exp()).entropy().sum()),
+    "bernoulli_logits": lambda D, L, a, b: (D.Bernoulli(logits=a).log_prob(L.tensor(UNIT.round())).sum()
+                                            + D.Bernoulli(logits=a).entropy().sum()),
+    "bernoulli_probs": lambda D, L, a, b: (D.Bernoulli(probs=b.sigmoid()).log_prob(L.tensor(UNIT.round())).sum()
+                                           + D.Bernoulli(probs=b.sigmoid()).entropy().sum()),
+    "mvn_diag_cov": lambda D, L, a, b: (D.MultivariateNormal(a, L.diag_embed(b.exp())).log_prob(L.tensor(VALUE)).sum()
+                                        + D.MultivariateNormal(a, L.diag_embed(b.exp())).entropy().sum()),
+    "mvn_scale_tril": lambda D, L, a, b: D.MultivariateNormal(a[0], scale_tril=L.diag(b[0].exp())).log_prob(
+        L.tensor(VALUE[1])),
+    "beta": lambda D, L, a, b: (D.Beta(a.exp(), b.exp()).log_prob(L.tensor(UNIT)).sum()
+                                + D.Beta(a.exp(), b.exp()).entropy().sum()),
+    "kl_normal": lambda D, L, a, b: D.kl_divergence(D.Normal(a, b.exp()), D.Normal(b, a.exp())).sum(),
+    "kl_categorical": lambda D, L, a, b: D.kl_divergence(D.Categorical(logits=a), D.Categorical(logits=b)).sum(),
+}
+
+
+def _run(L, name):
+    a, b = L.tensor(LOC, requires_grad=True), L.tensor(RAW, requires_grad=True)
+    out = CASES[name](L.distributions, L, a, b)
+    out.backward()
+    return (out.item(),) + tuple(t.grad.numpy().copy() if t.grad is not None else None for t in (a, b))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_and_gradients_agree(fresh, name: str) -> None:
+    got, want = _run(E, name), _run(torch, name)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4)
+    for g, w in zip(got[1:], want[1:]):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [lambda D, x: D.Normal(x, 1.0), lambda D, x: D.MultivariateNormal(
+    x, scale_tril=D_eye())])
+def test_rsample_is_differentiable_sample_is_not(fresh, make) -> None:
+    for L in (E, torch):
+        globals()["D_eye"] = lambda: L.eye(3)
+        x = L.zeros(2, 3, requires_grad=True)
+        d = make(L.distributions, x)
+        s = d.rsample((5,))
+        assert tuple(s.shape) == (5, 2, 3) and s.requires_grad
+        assert not d.sample((5,)).requires_grad
+        s.sum().backward()
+        assert x.grad.numpy().tolist() == [[5.0] * 3] * 2
+
+
+def test_sample_shapes_and_dtypes(fresh) -> None:
+    for L in (E, torch):
+        D = L.distributions
+        c = D.Categorical(logits=L.zeros(4, 3))
+        assert tuple(c.sample().shape) == (4,) and c.sample().dtype == L.int64
+        assert tuple(c.sample((2, 5)).shape) == (2, 5, 4)
+        assert tuple(D.Bernoulli(probs=L.full((3,), 0.5)).sample((2,)).shape) == (2, 3)
+        assert tuple(D.Beta(L.ones(2), L.ones(2)).sample().shape) == (2,)
+        assert tuple(c.batch_shape) == (4,) and tuple(D.MultivariateNormal(
+            L.zeros(2, 3), L.eye(3)).event_shape) == (3,)
+
+
+def _cached_probs_reused(L) -> str:
+    """An RL pattern: the lazily cached `probs` keeps the first loss's graph."""
+    logits = L.tensor(LOC, requires_grad=True)
+    dist = L.distributions.Categorical(logits=logits * 2)
+    first = dist.probs
+    assert dist.probs is first  # cached
+    (dist.probs ** 2).sum().backward()
+    try:
+        dist.entropy().sum().backward()
+    except RuntimeError as exc:
+        return str(exc)[:40]
+    return "ok"
+
+
+def test_cached_attribute_carries_its_graph(fresh) -> None:
+    assert _cached_probs_reused(E) == _cached_probs_reused(torch)
+    assert _cached_probs_reused(torch) != "ok"
+
+
+def test_categorical_sample_frequencies(fresh) -> None:
+    probs = E.tensor([0.1, 0.6, 0.3])
+    draws = E.distributions.Categorical(probs=probs).sample((20000,)).numpy()
+    np.testing.assert_allclose(np.bincount(draws, minlength=3) / 20000, [0.1, 0.6, 0.3], atol=0.02)

@@ -1,0 +1,84 @@
+"""The same numbers as PyTorch: after `manual_seed`, the engine's samplers and layer
+initialisations produce PyTorch 2.13's CPU values (to float32 rounding)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tapelint_engine import facade as E
+
+torch = pytest.importorskip("torch")
+
+DRAWS = {
+    "rand": lambda L: L.rand(5, 3),
+    "rand_double": lambda L: L.rand(4, dtype=L.float64),
+    "randn_small": lambda L: L.randn(7),
+    "randn_vector": lambda L: L.randn(5, 7),
+    "randn_block": lambda L: L.randn(32),
+    "randn_then_randn": lambda L: L.cat([L.randn(3), L.randn(3), L.randn(20)]),
+    "randn_like": lambda L: L.randn_like(L.zeros(2, 9)),
+    "rand_like": lambda L: L.rand_like(L.zeros(3)),
+    "randint": lambda L: L.randint(0, 10, (12,)).float(),
+    "randint_offset": lambda L: L.randint(3, 1000, (2, 3)).float(),
+    "randperm": lambda L: L.randperm(17).float(),
+    "normal_sized": lambda L: L.normal(2.0, 0.5, size=(20,)),
+    "normal_tensor": lambda L: L.normal(L.ones(3, 6), L.full((3, 6), 2.0)),
+    "normal_": lambda L: L.zeros(4, 5).normal_(1.0, 3.0),
+    "uniform_": lambda L: L.zeros(6).uniform_(-2.0, 5.0),
+    "init_normal_": lambda L: L.nn.init.normal_(L.zeros(3, 3), 0.0, 0.02),
+    "init_xavier": lambda L: L.nn.init.xavier_uniform_(L.zeros(4, 6)),
+    "init_kaiming_normal": lambda L: L.nn.init.kaiming_normal_(L.zeros(8, 5), nonlinearity="relu"),
+    "init_orthogonal": lambda L: L.nn.init.orthogonal_(L.zeros(4, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_seeded_draws_are_pytorchs(fresh, name: str) -> None:
+    values = []
+    for L in (torch, E):
+        L.manual_seed(1234)
+        values.append(DRAWS[name](L).numpy().astype(np.float64))
+    np.testing.assert_allclose(values[1], values[0], rtol=2e-6, atol=1e-6)
+
+
+LAYERS = {
+    "Linear": lambda L: L.nn.Linear(7, 5),
+    "Conv2d": lambda L: L.nn.Conv2d(3, 4, 3),
+    "ConvTranspose2d": lambda L: L.nn.ConvTranspose2d(4, 2, 3),
+    "Embedding": lambda L: L.nn.Embedding(10, 4),
+    "LSTM": lambda L: L.nn.LSTM(3, 4, num_layers=2),
+    "GRUCell": lambda L: L.nn.GRUCell(3, 5),
+    "MultiheadAttention": lambda L: L.nn.MultiheadAttention(8, 2),
+    "MLP": lambda L: L.nn.Sequential(L.nn.Linear(4, 8), L.nn.ReLU(), L.nn.Linear(8, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_seeded_initialisation_is_pytorchs(fresh, name: str) -> None:
+    params = []
+    for L in (torch, E):
+        L.manual_seed(0)
+        params.append([p.detach().numpy().copy() for p in LAYERS[name](L).parameters()])
+    assert len(params[0]) == len(params[1])
+    for got, want in zip(params[1], params[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_seeded_training_loop_prints_pytorchs_losses(fresh) -> None:
+    losses = []
+    for L in (torch, E):
+        L.manual_seed(42)
+        model = L.nn.Sequential(L.nn.Linear(3, 16), L.nn.Tanh(), L.nn.Linear(16, 1))
+        opt = L.optim.Adam(model.parameters(), lr=0.01)
+        seen = []
+        for _ in range(5):
+            x = L.randn(8, 3)
+            y = x.sum(1, keepdim=True) + 0.1 * L.randn(8, 1)
+            loss = L.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            seen.append(loss.item())
+        losses.append(seen)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
