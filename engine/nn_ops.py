@@ -11,7 +11,7 @@ over kernel positions, never over elements. 1-D layers are 2-D ones of height 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -33,6 +33,11 @@ class Geometry:
 
 def pair(v: Any, n: int = 2) -> tuple[int, ...]:
     return tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+def sizes(v: Any, n: int = 2) -> tuple[Optional[int], ...]:
+    """`pair` for an adaptive pool's output size, where None keeps the input's size."""
+    return tuple(None if x is None else int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n
 
 
 def _as2d(a: np.ndarray, spatial: int) -> np.ndarray:
@@ -317,7 +322,7 @@ def adaptive_avg_pool(x: Tensor, output_size: Any, spatial: int) -> Tensor:
     the input are an average pool; others are not modelled."""
     x, squeeze = _batched(x, spatial)
     size = x.arr.shape[2:]
-    out = tuple(s if o is None else o for o, s in zip(pair(output_size, spatial), size))
+    out = tuple(s if o is None else o for o, s in zip(sizes(output_size, spatial), size))
     if all(o == 1 for o in out):
         return _unbatched(ops.mean(x, tuple(range(2, 2 + spatial)), keepdim=True), squeeze)
     if any(s % o for s, o in zip(size, out)):

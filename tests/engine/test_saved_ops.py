@@ -103,27 +103,7 @@ def _outcome(case: dict) -> tuple[bool, bool]:
 # Measured cases whose API the facade does not provide: case -> the API named
 # by NotSupportedByEngine.
 ENGINE_LIMITS = {
-    "cumprod": "torch.Tensor.cumprod",
-    "einsum_mm[x,w]": "torch.einsum",
-    "einsum_sum": "torch.einsum",
-    "einsum_transpose": "torch.einsum",
-    "conv1d[x,W,b]": "torch.nn.functional.conv1d",
-    "conv2d[x,W,b]": "torch.nn.functional.conv2d",
-    "conv2d[W,b]": "torch.nn.functional.conv2d",
-    "conv2d[b]": "torch.nn.functional.conv2d",
-    "batch_norm_train": "torch.nn.functional.batch_norm",
-    "batch_norm_eval": "torch.nn.functional.batch_norm",
-    "max_pool2d": "torch.nn.functional.max_pool2d",
-    "avg_pool2d": "torch.nn.functional.avg_pool2d",
-    "adaptive_avg_pool2d": "torch.nn.functional.adaptive_avg_pool2d",
-    "adaptive_avg_pool2d_2": "torch.nn.functional.adaptive_avg_pool2d",
-    "sdpa": "torch.nn.functional.scaled_dot_product_attention",
-    "nn.Conv2d[params]": "torch.nn.Conv2d",
     "nn.LSTM[params, mkldnn disabled]": "torch.backends.mkldnn.flags",
-    "nn.BatchNorm1d[train]": "torch.nn.BatchNorm1d",
-    "nn.BatchNorm1d[eval]": "torch.nn.BatchNorm1d",
-    "nn.MultiheadAttention[need_weights]": "torch.nn.MultiheadAttention",
-    "nn.MultiheadAttention[no_weights]": "torch.nn.MultiheadAttention",
 }
 
 
