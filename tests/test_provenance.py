@@ -9,8 +9,8 @@ import libcst as cst
 
 from tapelint.analysis import hazards
 from tapelint.analysis.imports import ImportMap
-from tapelint.analysis.model import AbstractNode, Carried, ModuleRef, Tracked
-from tapelint.analysis.provenance import ModuleAnalysis
+from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, ModuleRef, Tracked
+from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.ops import Saves
 from tapelint.settings import Settings
 
@@ -337,7 +337,7 @@ def test_a_tuple_rebuilt_from_itself_stays_shallow():
     nested loops that once took gigabytes and never ended (torch's
     sparse/_triton_ops_meta.py). Nesting is bounded, the values inside kept."""
     from tapelint.analysis.model import MAX_TUPLE_DEPTH, TupleVal
-    from tapelint.analysis.provenance import MAX_PASSES
+    from tapelint.analysis.interp.statements import MAX_PASSES
 
     assert MAX_TUPLE_DEPTH < MAX_PASSES + 1  # unbounded, this loop would build MAX_PASSES + 1 levels
     a = analyse(
@@ -366,3 +366,28 @@ def test_a_tuple_rebuilt_from_itself_stays_shallow():
     assert all(depth(t) <= MAX_TUPLE_DEPTH for t in tuples)
     tracked = [v for t in tuples for v in leaves(t) if isinstance(v, (AbstractNode, Carried))]
     assert any(v.tracked is Tracked.YES for v in tracked)
+
+
+def test_one_name_resolution_scope_then_enclosing_then_object():
+    """Every lookup goes through `Frame.resolve`: this scope's state, then the
+    enclosing environments innermost first, then what `__init__` left on
+    `self` — one precedence for names, attribute paths and calls alike."""
+    from tapelint.analysis.driver import ModuleAnalysis as Driver
+    from tapelint.analysis.interp.frame import Frame
+    from tapelint.analysis.program import ClassInfo
+    from tapelint.analysis.state import State
+
+    driver = Driver(cst.parse_module("x = 1\n"), Settings())
+    mine, closure, module, obj = (frozenset((object(),)) for _ in range(4))
+    owner = ClassInfo(cst.ClassDef(cst.Name("C"), cst.IndentedBlock(())), {}, False, False,
+                      state={"self.h": obj, "self.only_on_object": obj})
+    frame = Frame(driver.program, driver.store, driver, scope=driver.program.module, loops=(), context=(),
+                  owner=owner, fallback=({"self.h": closure, "y": closure}, {"self.h": module, "z": module}))
+    state = State({"self.h": mine}, {}, {})
+    assert frame.resolve("self.h", state) is mine
+    del state.env["self.h"]
+    assert frame.resolve("self.h", state) is closure
+    assert frame.resolve("z", state) is module
+    assert frame.resolve("self.only_on_object", state) is obj
+    assert frame.resolve("unbound", state) is None
+    assert frame.lookup("unbound", state) == frozenset((OPAQUE,))
