@@ -19,7 +19,8 @@ import libcst as cst
 
 from tapelint.analysis import hazards
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.model import AbstractNode, Carried, Hazard, HazardKind, ListRef, Loop
+from tapelint.analysis.findings import AccumulationHazard
+from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop
 from tapelint.analysis.store import StoreView
 
 _REPORT_CALLS = frozenset(
@@ -75,10 +76,10 @@ class Accumulations:
             node.accumulator = True
             acc.node = node
 
-    def found(self, store: StoreView) -> dict[AbstractNode, Hazard]:
+    def found(self, store: StoreView) -> dict[AbstractNode, AccumulationHazard]:
         """TL003's findings, keyed by the running total's node (or the first
         appended value, for a list)."""
-        found: dict[AbstractNode, Hazard] = {}
+        found: dict[AbstractNode, AccumulationHazard] = {}
         statements: set[int] = set()
         for acc in self.records.values():
             if id(acc.statement) in statements or acc.no_grad:
@@ -99,12 +100,10 @@ class Accumulations:
                     continue
             value = fresh[0]
             statements.add(id(acc.statement))
-            found[acc.node if acc.node is not None else value] = Hazard(
-                kind=HazardKind.ACCUMULATION,
+            found[acc.node if acc.node is not None else value] = AccumulationHazard(
                 value=store.display_name(value),
                 definition=value.site,
                 fails_under_torch=True,
-                saves_assumed=False,
                 loop=acc.loop,
                 accumulator=acc.statement,
                 accumulator_target=acc.target,
@@ -131,7 +130,7 @@ def _walked_in_loop(store: StoreView, acc: Accumulation, fresh: list) -> bool:
     (the loss itself, or what it was computed from)? Then the total keeps
     every walked iteration's graph reachable. A backward that only computes
     something else (Jacobian rows with `autograd.grad`) does not count."""
-    wanted = set()
+    wanted: set[int] = set()
     for value in fresh:
         wanted.update(id(node) for (node, _), _children in hazards.walk([value]))
     for event in store.events.values():

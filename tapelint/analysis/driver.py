@@ -21,7 +21,8 @@ from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.hazards import HazardLog
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
-from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, Hazard, ListRef, Loop
+from tapelint.analysis.findings import Hazard
+from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
@@ -92,7 +93,8 @@ class ModuleAnalysis:
         reported again as the reused node of a later walk: one finding, one
         root cause."""
         accumulated = self.accumulations.found(self.store)
-        return self.log.found({id(node) for node in accumulated}) + list(accumulated.values())
+        found: list[Hazard] = list(self.log.found({id(node) for node in accumulated}))
+        return found + list(accumulated.values())
 
     def _frame(self, scope: cst.CSTNode, context: tuple, owner: Optional[ClassInfo],
                fallback: tuple[dict[str, Vals], ...]) -> Frame:

@@ -20,11 +20,18 @@ from tapelint.analysis.model import (
     BackwardEvent,
     Carried,
     GraphValue,
-    Hazard,
-    HazardKind,
     Loop,
     Retains,
     Tracked,
+)
+from tapelint.analysis.findings import (
+    CarriedHazard,
+    HazardKind,
+    HoistedHazard,
+    RepeatedHazard,
+    RetainHazard,
+    ReuseHazard,
+    SharedHazard,
 )
 from tapelint.analysis.state import Key, State, older
 from tapelint.analysis.store import StoreView
@@ -147,7 +154,7 @@ class HazardLog:
 
     def __init__(self, store: StoreView) -> None:
         self.store = store
-        self.hazards: dict[tuple, Hazard] = {}
+        self.hazards: dict[tuple, ReuseHazard | RetainHazard] = {}
         self.reused_nodes: dict[tuple, AbstractNode] = {}  # hazard key -> the reused node
 
     def on_backward(self, event: BackwardEvent, state: State) -> None:
@@ -157,7 +164,7 @@ class HazardLog:
             self._record_reuse(event, reuse)
         self._check_retained(event, state)
         for reuse in find_reuse(event.roots, state.kept):
-            if not any(h.kind is HazardKind.RETAIN_TO_COMBINE and h.first_backward is reuse.first
+            if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
                        for h in self.hazards.values()):
                 self._record_reuse(event, reuse, strict_only=True)
         walked = [key for key, _ in walk(event.roots)]
@@ -170,7 +177,7 @@ class HazardLog:
                 state.retained[key] = event  # the latest retain is the one the next backward relies on
                 state.kept.setdefault(key, event)
 
-    def found(self, except_nodes: set[int]) -> list[Hazard]:
+    def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard]:
         """Every reuse found, except those whose reused node is in `except_nodes`
         (ids of running totals that TL003 reports: one finding, one root cause)."""
         return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
@@ -208,19 +215,25 @@ class HazardLog:
         if key in self.hazards:
             return
         self.reused_nodes[key] = node
-        self.hazards[key] = Hazard(
-            kind=kind,
-            value=name,
-            definition=node.site,
-            anchor=_definition_site(node, event) if kind is HazardKind.CARRIED else None,
-            fails_under_torch=reuse.fails_under_torch and not strict_only,
-            saves_assumed=reuse.fails_under_torch and reuse.saves_assumed and not strict_only,
-            retained=strict_only,
-            op=", ".join(reuse.assumed_ops),
-            loop=loop,
-            first_backward=first,
-            fails_at=event,
-        )
+        fails_under_torch = reuse.fails_under_torch and not strict_only
+        saves_assumed = fails_under_torch and reuse.saves_assumed
+        op = ", ".join(reuse.assumed_ops)
+        hazard: ReuseHazard
+        if kind is HazardKind.CARRIED:
+            assert loop is not None
+            hazard = CarriedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                   loop=loop, anchor=_definition_site(node, event))
+        elif kind is HazardKind.HOISTED:
+            assert loop is not None
+            hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                   loop=loop)
+        elif kind is HazardKind.REPEATED:
+            hazard = RepeatedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                    loop=loop)
+        else:
+            hazard = SharedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                  loop=loop)
+        self.hazards[key] = hazard
 
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
         if event.is_grad:
@@ -233,15 +246,12 @@ class HazardLog:
             if not self.store.is_tracked(node):
                 continue
             hkey = (HazardKind.RETAIN_TO_COMBINE, earlier.call)
-            chained = any(h.kind is HazardKind.RETAIN_TO_COMBINE and h.fails_at is earlier
-                          for h in self.hazards.values())
+            chained = any(isinstance(h, RetainHazard) and h.fails_at is earlier for h in self.hazards.values())
             if hkey not in self.hazards and not chained:  # one finding per chain of retains
-                self.hazards[hkey] = Hazard(
-                    kind=HazardKind.RETAIN_TO_COMBINE,
+                self.hazards[hkey] = RetainHazard(
                     value=self.store.display_name(node),
                     definition=node.site,
                     fails_under_torch=False,
-                    saves_assumed=False,
                     first_backward=earlier,
                     fails_at=event,
                     retain_arg=keyword_arg(earlier.call, "retain_graph"),

@@ -81,7 +81,7 @@ class NodeStore:
             parents, tracked = (), Tracked.NO
         graph_parents = [p for p in parents if isinstance(p, (AbstractNode, Carried))]
         if tracked is None:
-            tracked = Tracked.join([p.tracked for p in graph_parents]) if graph_parents else Tracked.NO
+            tracked = Tracked.union([p.tracked for p in graph_parents]) if graph_parents else Tracked.NO
         key = (site, where.context, where.loops)
         existing = self.nodes.get(key)
         if existing is None:
@@ -94,7 +94,7 @@ class NodeStore:
             if not any(parent is p for p in existing.parents):
                 existing.parents.append(parent)
                 self.changes += 1
-        joined = Tracked.join([existing.tracked, tracked])
+        joined = Tracked.union([existing.tracked, tracked])
         if joined is not existing.tracked:
             existing.tracked = joined
             self.changes += 1

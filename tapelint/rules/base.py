@@ -8,11 +8,21 @@ import inspect
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import Callable, ClassVar, Iterable, Iterator, Optional, Sequence
+from typing import Callable, ClassVar, Generic, Iterable, Iterator, Optional, Sequence, TypeVar, Union, cast
 
 import libcst as cst
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import (
+    AccumulationHazard,
+    CarriedHazard,
+    Hazard,
+    HazardKind,
+    HoistedHazard,
+    RepeatedHazard,
+    RetainHazard,
+    ReuseHazard,
+    SharedHazard,
+)
 from tapelint.diagnostics import (
     Diagnostic,
     Edit,
@@ -80,8 +90,12 @@ class Valid:
     semantics: str = "torch"
 
 
-class Rule:
-    """Base class. Subclasses set the class variables and implement `report`."""
+H = TypeVar("H", bound=Hazard)
+
+
+class Rule(Generic[H]):
+    """Base class. Subclasses set the class variables and implement `report`
+    for their kind of hazard `H` (the one kind named in `hazard_kinds`)."""
 
     code: ClassVar[str]
     name: ClassVar[str]
@@ -95,18 +109,20 @@ class Rule:
         """Diagnostics for this rule's hazards that fail under `semantics`
         (the others cost no positions)."""
         for hazard in hazards:
-            if hazard.kind in self.hazard_kinds and semantics in self.fails_under(hazard):
-                yield self.report(hazard, ctx)
+            if hazard.kind in self.hazard_kinds:
+                mine = cast(H, hazard)  # each kind is one record type (`analysis.findings`)
+                if semantics in self.fails_under(mine):
+                    yield self.report(mine, ctx)
 
-    def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
+    def fails_under(self, hazard: H) -> tuple[Semantics, ...]:
         """A reuse fails under torch only if a reused node saved tensors; every
         reuse fails under a strict tape."""
         return (Semantics.TORCH, Semantics.STRICT) if hazard.fails_under_torch else (Semantics.STRICT,)
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: H, ctx: ReportContext) -> Diagnostic:
         raise NotImplementedError
 
-    def diagnostic(self, hazard: Hazard, ctx: ReportContext, anchor: cst.CSTNode, message: str,
+    def diagnostic(self, hazard: H, ctx: ReportContext, anchor: cst.CSTNode, message: str,
                    related: tuple[Related, ...] = (), fixes: tuple[Fix, ...] = ()) -> Diagnostic:
         """This rule's diagnostic for `hazard`, pointing at `anchor`."""
         return Diagnostic(
@@ -135,7 +151,7 @@ class Rule:
         return "\n".join(parts) + "\n"
 
 
-def semantics_note(hazard: Hazard) -> str:
+def semantics_note(hazard: ReuseHazard) -> str:
     """The part of a message that says under which semantics it fails, and
     what that verdict assumes."""
     if hazard.retained:
@@ -150,31 +166,30 @@ def semantics_note(hazard: Hazard) -> str:
     return ""
 
 
-def reuse_related(hazard: Hazard, ctx: ReportContext) -> tuple[Related, ...]:
+def reuse_related(hazard: ReuseHazard, ctx: ReportContext) -> tuple[Related, ...]:
     """The definition, the backward that frees it, and the one that fails."""
     related = [Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
                        f"`{hazard.value}` is created here")]
-    if hazard.first_backward is not None:
-        related.append(Related(Role.FIRST_BACKWARD, ctx.path, ctx.range_of(hazard.first_backward.call),
-                               "this backward frees its graph"))
-    if hazard.fails_at is not None:
-        related.append(Related(Role.FAILS_AT, ctx.path, ctx.range_of(hazard.fails_at.call),
-                               "this backward walks it again and fails"))
+    related.append(Related(Role.FIRST_BACKWARD, ctx.path, ctx.range_of(hazard.first_backward.call),
+                           "this backward frees its graph"))
+    related.append(Related(Role.FAILS_AT, ctx.path, ctx.range_of(hazard.fails_at.call),
+                           "this backward walks it again and fails"))
     return tuple(related)
 
 
-def detach_fix(hazard: Hazard, ctx: ReportContext, description: str) -> Fix:
+def detach_fix(hazard: HoistedHazard, ctx: ReportContext, description: str) -> Fix:
     """`expr` -> `expr.detach()` at the definition (parenthesised when needed)."""
     new_text = _method(ctx, hazard.definition, "detach")
     return Fix(FixKind.DETACH, Safety.UNSAFE, description, (Edit(ctx.range_of(hazard.definition), new_text),))
 
 
-def loop_phrase(hazard: Hazard, ctx: ReportContext) -> str:
+def loop_phrase(hazard: Union[HoistedHazard, SharedHazard, RepeatedHazard, CarriedHazard, AccumulationHazard],
+                ctx: ReportContext) -> str:
     loop = hazard.loop
     if loop is None:
         return "the loop"
     if loop.implicit:
-        return f"`{loop.node.name.value}()`, which runs once per training step"
+        return f"`{loop.step_function}()`, which runs once per training step"
     return f"the loop at line {ctx.line_of(loop.node)}"
 
 
@@ -364,7 +379,7 @@ class _UseFinder(cst.CSTVisitor):
 # TL001 (and TL004's loop flavour): compute the value inside the loop.
 
 
-def recompute_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
+def recompute_edits(hazard: Union[HoistedHazard, RepeatedHazard], ctx: ReportContext) -> tuple[Edit, ...]:
     """Move the statement that creates the value into the top of the loop body
     (copy it there when the names it binds are also read elsewhere).
 
@@ -413,14 +428,14 @@ def _plain_target(target: cst.BaseAssignTargetExpression) -> bool:
 # TL002/TL006: add the losses and call backward once.
 
 
-def combine_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
+def combine_edits(hazard: Union[SharedHazard, RetainHazard], ctx: ReportContext) -> tuple[Edit, ...]:
     """`a.backward(retain_graph=True)` / `a.backward()` then `b.backward()` as
     consecutive statements of one block -> `(a + b).backward()`. The chain runs
     from the first backward through the failing one and on, while the last one
     still retains, to the first that does not. No edit when another statement
     or a comment sits in between, or a backward takes any other argument."""
     first, last = hazard.first_backward, hazard.fails_at
-    if first is None or last is None or first is last:
+    if first is last:
         return ()
     start = _backward_statement(ctx, first.call)
     end = _backward_statement(ctx, last.call)
@@ -481,7 +496,7 @@ def _retains(call: cst.Call) -> bool:
 # TL002: detach the shared value on the first loss's branch.
 
 
-def branch_detach_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
+def branch_detach_edits(hazard: SharedHazard, ctx: ReportContext) -> tuple[Edit, ...]:
     """`d_loss = bce(D(fake), zeros)` -> `bce(D(fake.detach()), zeros)`: the
     shared name, where the first backward's loss is assigned (the nearest
     assignment before that backward, in its block), passed to a call of a
@@ -489,7 +504,7 @@ def branch_detach_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
     own parameters, so the first loss still reaches parameters after the
     detach (a bare `h.sum()` would not: no edit there)."""
     first = hazard.first_backward
-    if first is None or not hazard.value.isidentifier():
+    if not hazard.value.isidentifier():
         return ()
     statement = _backward_statement(ctx, first.call)
     root = first.call.func.value if statement is not None else None
@@ -538,10 +553,10 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
 # TL004: remove the repeated backward.
 
 
-def remove_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
+def remove_edits(hazard: RepeatedHazard, ctx: ReportContext) -> tuple[Edit, ...]:
     """Delete the failing backward when it is a statement of its own (an
     assigned `g = torch.autograd.grad(...)` is kept: its result is used)."""
-    if hazard.fails_at is None or hazard.first_backward is hazard.fails_at:
+    if hazard.first_backward is hazard.fails_at:
         return ()
     call = hazard.fails_at.call
     expr = _parent(ctx, call)
@@ -571,7 +586,7 @@ TENSOR_READS = frozenset({"item", "tolist"})
 LOSS_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits"})
 
 
-def accumulated_value(hazard: Hazard) -> Optional[cst.BaseExpression]:
+def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:
     """The expression added to the total: `total += v`, `total = total + v`, `xs.append(v)`."""
     statement = hazard.accumulator
     if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign):
@@ -588,7 +603,7 @@ def accumulated_value(hazard: Hazard) -> Optional[cst.BaseExpression]:
     return None
 
 
-def total_use(hazard: Hazard, ctx: ReportContext) -> TotalUse:
+def total_use(hazard: AccumulationHazard, ctx: ReportContext) -> TotalUse:
     """The least forgiving use of the total anywhere in the module (other than
     binding or accumulating into it). Names are matched by spelling, not by
     scope, so a same-named variable elsewhere can only make this stricter."""
@@ -685,7 +700,7 @@ def _use_kind(ctx: ReportContext, node: cst.CSTNode, as_list: bool) -> TotalUse:
             return TotalUse.OTHER
 
 
-def scalar_like(hazard: Hazard, ctx: ReportContext) -> bool:
+def scalar_like(hazard: AccumulationHazard, ctx: ReportContext) -> bool:
     """Is the accumulated value known to hold one element (so `.item()` works)?
     A full `.sum()`/`.mean()`, a loss function, or a call of an `nn.*Loss`
     object, none with `reduction="none"`."""
@@ -736,7 +751,7 @@ def _assignments(ctx: ReportContext) -> list[tuple[str, cst.BaseExpression]]:
     return found
 
 
-def accumulation_fixes(hazard: Hazard, ctx: ReportContext, item: str, detach: str) -> tuple[Fix, ...]:
+def accumulation_fixes(hazard: AccumulationHazard, ctx: ReportContext, item: str, detach: str) -> tuple[Fix, ...]:
     """`.item()` and `.detach()` on the accumulated value, the safe one first
     (see TL003's "Fix safety")."""
     value = accumulated_value(hazard)
@@ -766,7 +781,7 @@ TENSOR_STATE_MODULES = frozenset({"RNN", "GRU", "RNNCell", "GRUCell"})
 TUPLE_STATE_MODULES = frozenset({"LSTM", "LSTMCell"})
 
 
-def carry_detach_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
+def carry_detach_edits(hazard: CarriedHazard, ctx: ReportContext) -> tuple[Edit, ...]:
     """`h = h.detach()` as the first statement of each iteration: the loop body,
     or for a step method (`self.h` carried between calls) the method body.
     `tuple(t.detach() for t in h)` for a tuple state, and guarded by `if h is
@@ -777,7 +792,7 @@ def carry_detach_edits(hazard: Hazard, ctx: ReportContext) -> tuple[Edit, ...]:
     loop = hazard.loop
     name = hazard.value
     attribute = name.startswith("self.") and name[5:].isidentifier()
-    if loop is None or not (name.isidentifier() or attribute):
+    if not (name.isidentifier() or attribute):
         return ()
     if loop.implicit:
         body = loop.node.body

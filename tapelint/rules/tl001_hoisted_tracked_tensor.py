@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, HoistedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
 from tapelint.rules.base import (
     Invalid,
@@ -18,7 +18,7 @@ from tapelint.rules.base import (
 )
 
 
-class HoistedTrackedTensor(Rule):
+class HoistedTrackedTensor(Rule[HoistedHazard]):
     """
     ## What it does
     Finds a tracked, non-leaf tensor computed once outside a loop (or cached
@@ -110,7 +110,7 @@ for step in range(3):
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: HoistedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         defined = ctx.line_of(hazard.definition)
         fails = ctx.line_of(hazard.fails_at.call)
@@ -123,7 +123,7 @@ for step in range(3):
         else:
             where = f"outside {loop_phrase(hazard, ctx)}"
             when = "on the first iteration and fails on the second"
-        inside = f"`{hazard.loop.node.name.value}()`" if hazard.loop is not None and hazard.loop.implicit else "the loop"
+        inside = f"`{hazard.loop.step_function}()`" if hazard.loop is not None and hazard.loop.implicit else "the loop"
         message = (
             f"`{name}` is computed once at line {defined}, {where}; the backward at line {fails} frees it "
             f"{when}. Detach it if it needs no gradient, or compute it inside {inside}."
@@ -138,7 +138,7 @@ for step in range(3):
             fixes=self._fixes(hazard, ctx),
         )
 
-    def _fixes(self, hazard: Hazard, ctx: ReportContext) -> tuple[Fix, ...]:
+    def _fixes(self, hazard: HoistedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         """Recompute first when it can be applied: it keeps the gradients."""
         name = hazard.value
         detach = detach_fix(hazard, ctx, f"detach `{name}` where it is created (it then gets no gradient)")
@@ -147,7 +147,7 @@ for step in range(3):
         return (recompute, detach) if recompute.edits else (detach, recompute)
 
 
-def _inside(hazard: Hazard, ctx: ReportContext) -> bool:
+def _inside(hazard: HoistedHazard, ctx: ReportContext) -> bool:
     """Was the value created inside the loop's span (a cache filled on the first iteration)?"""
     loop_range = ctx.range_of(hazard.loop.node)
     at = ctx.range_of(hazard.definition)

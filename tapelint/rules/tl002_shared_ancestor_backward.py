@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, SharedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
 from tapelint.rules.base import (
     Invalid,
@@ -17,7 +17,7 @@ from tapelint.rules.base import (
 )
 
 
-class SharedAncestorBackward(Rule):
+class SharedAncestorBackward(Rule[SharedHazard]):
     """
     ## What it does
     Finds two backward roots that share a tracked non-leaf ancestor and are
@@ -86,7 +86,7 @@ l2.backward()
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: SharedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         first = ctx.line_of(hazard.first_backward.call)
         fails = ctx.line_of(hazard.fails_at.call)

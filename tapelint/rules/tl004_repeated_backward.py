@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, RepeatedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
 from tapelint.rules.base import (
     Invalid,
@@ -18,7 +18,7 @@ from tapelint.rules.base import (
 )
 
 
-class RepeatedBackward(Rule):
+class RepeatedBackward(Rule[RepeatedHazard]):
     """
     ## What it does
     Finds the same root backwarded twice: two calls in a row, a loop that
@@ -89,7 +89,7 @@ for step in range(3):
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: RepeatedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         fails = ctx.line_of(hazard.fails_at.call)
         if hazard.first_backward is hazard.fails_at:
@@ -113,7 +113,7 @@ for step in range(3):
             fixes=self._fixes(hazard, ctx),
         )
 
-    def _fixes(self, hazard: Hazard, ctx: ReportContext) -> tuple[Fix, ...]:
+    def _fixes(self, hazard: RepeatedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         if hazard.first_backward is hazard.fails_at:
             return (fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"build `{hazard.value}` inside the loop",
                            recompute_edits(hazard, ctx)),)

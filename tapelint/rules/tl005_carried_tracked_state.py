@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, CarriedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
 from tapelint.rules.base import (
     Invalid,
@@ -17,7 +17,7 @@ from tapelint.rules.base import (
 )
 
 
-class CarriedTrackedState(Rule):
+class CarriedTrackedState(Rule[CarriedHazard]):
     """
     ## What it does
     Finds a tracked value carried from one iteration into the next — an RNN
@@ -101,7 +101,7 @@ for step in range(3):
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: CarriedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         anchor = hazard.anchor if hazard.anchor is not None else hazard.definition
         created = ctx.line_of(anchor)
