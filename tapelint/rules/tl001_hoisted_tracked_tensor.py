@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, HoistedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    detach_fix,
-    fix_of,
-    loop_phrase,
-    recompute_edits,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.detach import definition_detach_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.fixes.recompute import recompute_edits
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
 
 class HoistedTrackedTensor(Rule[HoistedHazard]):
@@ -141,7 +133,8 @@ for step in range(3):
     def _fixes(self, hazard: HoistedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         """Recompute first when it can be applied: it keeps the gradients."""
         name = hazard.value
-        detach = detach_fix(hazard, ctx, f"detach `{name}` where it is created (it then gets no gradient)")
+        detach = fix_of(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` where it is created (it then gets no gradient)",
+                        definition_detach_edits(hazard, ctx))
         recompute = fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration",
                            recompute_edits(hazard, ctx))
         return (recompute, detach) if recompute.edits else (detach, recompute)

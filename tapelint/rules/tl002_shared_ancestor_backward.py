@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, SharedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    branch_detach_edits,
-    combine_edits,
-    fix_of,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.branch_detach import branch_detach_edits
+from tapelint.fixes.combine import combine_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, reuse_related, semantics_note
 
 
 class SharedAncestorBackward(Rule[SharedHazard]):

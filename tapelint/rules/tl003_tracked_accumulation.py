@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, AccumulationHazard
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, accumulation_fixes, loop_phrase
+from tapelint.fixes.item import accumulation_fixes
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
 
 
 class TrackedAccumulation(Rule[AccumulationHazard]):

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, RepeatedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    fix_of,
-    loop_phrase,
-    recompute_edits,
-    remove_edits,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.edits import fix_of
+from tapelint.fixes.recompute import recompute_edits
+from tapelint.fixes.remove import remove_edits
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
 
 class RepeatedBackward(Rule[RepeatedHazard]):

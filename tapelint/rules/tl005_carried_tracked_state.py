@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, CarriedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    carry_detach_edits,
-    fix_of,
-    loop_phrase,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.carry_detach import carry_detach_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
 
 class CarriedTrackedState(Rule[CarriedHazard]):

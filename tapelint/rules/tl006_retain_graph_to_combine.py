@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, RetainHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety, Semantics
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, combine_edits, fix_of
+from tapelint.fixes.combine import combine_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid
 
 
 class RetainGraphToCombine(Rule[RetainHazard]):
