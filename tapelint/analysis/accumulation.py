@@ -18,23 +18,11 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from tapelint.analysis import hazards
+from tapelint.analysis.torch_api import LOSS_OPS, LOSS_WORDS, NUMBER_CALLS, UNGRAPHING_READS, callee_name, only_reports
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop
 from tapelint.analysis.store import StoreView
-
-_REPORT_CALLS = frozenset(
-    (
-        "print", "log", "info", "debug", "warning", "warn", "error", "add_scalar", "add_scalars",
-        "log_metrics", "log_dict", "set_postfix", "set_description", "write", "format", "float", "int",
-        "str", "round", "pprint", "echo", "secho",
-    )
-)
-_REPORT_ATTRIBUTES = frozenset(("item", "tolist", "numpy", "detach", "cpu"))
-_LOSS_OPS = frozenset(("sum", "mean", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
-                       "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"))
-_LOSS_WORDS = ("loss", "crit", "acc", "metric", "err", "cost", "nll", "score")
-
 
 @dataclass
 class Accumulation:
@@ -166,10 +154,10 @@ def _backwarded_after(store: StoreView, acc: Accumulation) -> bool:
 
 
 def _loss_like(node: AbstractNode) -> bool:
-    if node.op in _LOSS_OPS:
+    if node.op in LOSS_OPS:
         return True
     text = f"{node.op} {node.name or ''}".lower()
-    return any(word in text for word in _LOSS_WORDS)
+    return any(word in text for word in LOSS_WORDS)
 
 
 def _only_reported_after(loop_sites: dict[Loop, tuple[Sequence[cst.CSTNode], int]], acc: Accumulation) -> bool:
@@ -215,12 +203,10 @@ class _UseFinder(cst.CSTVisitor):
     def _reporting(self, use: cst.CSTNode) -> bool:
         child: cst.CSTNode = use
         for parent in reversed(self.stack):
-            if isinstance(parent, cst.Attribute) and parent.attr.value in _REPORT_ATTRIBUTES:
+            if isinstance(parent, cst.Attribute) and parent.attr.value in UNGRAPHING_READS:
                 return True
-            if isinstance(parent, cst.Call):
-                callee = dotted_name(parent.func) or ""
-                if callee.split(".")[-1] in _REPORT_CALLS:
-                    return True
+            if isinstance(parent, cst.Call) and (only_reports(parent) or callee_name(parent) in NUMBER_CALLS):
+                return True  # shown, or turned into a Python number
             if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Divide, cst.FloorDivide)):
                 return parent.left is child
             if isinstance(parent, (cst.FormattedString, cst.BaseSmallStatement, cst.BaseCompoundStatement)):

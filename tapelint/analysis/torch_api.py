@@ -70,6 +70,36 @@ LIST_ADDERS = frozenset(("append", "extend", "insert", "add", "update", "setdefa
 LIST_GETTERS = frozenset(("pop", "get", "popleft", "values", "items", "copy"))
 
 
+# --- what a use of a value does with it (TL003: detection and fix safety) -------
+
+# Calls that only show their arguments: printing, logging, loggers, progress bars.
+REPORTING_CALLS = frozenset(
+    (
+        "print", "log", "info", "debug", "warning", "warn", "error", "critical", "exception",
+        "add_scalar", "add_scalars", "log_metrics", "log_dict", "set_postfix", "set_description", "write",
+        "pprint", "echo", "secho",
+    )
+)
+# Functions of a number that return a number or its text.
+NUMBER_CALLS = frozenset(("float", "int", "round", "abs", "str", "repr", "format", "bool"))
+# Functions of a list of numbers that return a number.
+REDUCING_CALLS = frozenset(("sum", "min", "max", "mean", "fmean", "median", "len"))
+# Tensor methods that read a tensor's value out as Python data.
+TENSOR_READS = frozenset(("item", "tolist"))
+# Attributes whose use leaves the graph behind (read out, detached, moved to host).
+UNGRAPHING_READS = frozenset(("item", "tolist", "numpy", "detach", "cpu"))
+
+# --- what looks like a loss ------------------------------------------------------
+
+LOSS_FUNCTIONS = frozenset(
+    ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+     "binary_cross_entropy_with_logits", "kl_div")
+)
+# Ops whose result TL003 takes for a loss or metric in an evaluation loop.
+LOSS_OPS = LOSS_FUNCTIONS | {"sum", "mean"}
+LOSS_WORDS = ("loss", "crit", "acc", "metric", "err", "cost", "nll", "score")
+
+
 def callee_name(call: cst.Call) -> str:
     """The last component of what is called: `log.info(...)` -> "info"."""
     func = call.func
@@ -78,6 +108,13 @@ def callee_name(call: cst.Call) -> str:
     if type(func) is cst.Attribute:
         return func.attr.value
     return ""
+
+
+def only_reports(call: cst.Call) -> bool:
+    """Does this call only show its arguments (print, logging, a logger, a
+    progress bar)? TL003's detection (a total only reported after its loop)
+    and its fix safety (`.item()` is then as good as the tensor) both ask."""
+    return callee_name(call) in REPORTING_CALLS
 
 
 def literal_bool(expr: Optional[cst.BaseExpression]) -> Optional[bool]:

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis.findings import AccumulationHazard
-from tapelint.analysis.torch_api import callee_name
+from tapelint.analysis.torch_api import LOSS_FUNCTIONS, NUMBER_CALLS, REDUCING_CALLS, TENSOR_READS, callee_name, only_reports
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import fix_of, method_call_text
@@ -22,15 +22,6 @@ class TotalUse(str, Enum):
     NUMERIC = "numeric"  # reported or used in arithmetic: a float works as well as a tensor
     TENSOR = "tensor"  # read as a tensor (`total.item()`), never backwarded
     OTHER = "other"  # anything else: returned, stored, iterated, passed on
-
-
-REPORTING_CALLS = frozenset({"print", "info", "debug", "warning", "warn", "error", "critical", "add_scalar"})
-# Functions of a number that return a number or its text.
-NUMERIC_CALLS = frozenset({"float", "int", "round", "abs", "str", "repr", "format", "bool"})
-# Functions of a list of numbers that return a number.
-REDUCING_CALLS = frozenset({"sum", "min", "max", "mean", "fmean", "median", "len"})
-TENSOR_READS = frozenset({"item", "tolist"})
-LOSS_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits"})
 
 
 def accumulation_fixes(hazard: AccumulationHazard, ctx: SourceContext, item: str, detach: str) -> tuple[Fix, ...]:
@@ -129,10 +120,11 @@ def _use_kind(ctx: SourceContext, node: cst.CSTNode, as_list: bool) -> TotalUse:
             return TotalUse.TENSOR if reads and parent.attr.value in TENSOR_READS and not as_list else TotalUse.OTHER
         elif isinstance(parent, cst.Arg) and parent.keyword is None:
             call = names.parent(parent)
-            name = callee_name(call) if isinstance(call, cst.Call) else ""
-            if name in REPORTING_CALLS:
+            if not isinstance(call, cst.Call):
+                return TotalUse.OTHER
+            if only_reports(call):
                 return TotalUse.NUMERIC
-            if name in (REDUCING_CALLS if as_list else NUMERIC_CALLS) and call is not None:
+            if callee_name(call) in (REDUCING_CALLS if as_list else NUMBER_CALLS):
                 node, as_list = call, False
             else:
                 return TotalUse.OTHER
