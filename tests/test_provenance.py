@@ -391,3 +391,26 @@ def test_one_name_resolution_scope_then_enclosing_then_object():
     assert frame.resolve("self.only_on_object", state) is obj
     assert frame.resolve("unbound", state) is None
     assert frame.lookup("unbound", state) == frozenset((OPAQUE,))
+
+
+def test_a_parameter_loop_freezes_by_what_it_does_not_how_it_is_spelled():
+    """The frozen-parameters loop is recognised on the syntax tree: any
+    spacing, a one-line body, `requires_grad_(False)`; a comment that says
+    so does not freeze anything."""
+    a = analyse(
+        """
+        import torch
+        import torch.nn as nn
+        a, b, c, d = nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2)
+        for p in a.parameters():
+            p.requires_grad=False
+        for p in b.parameters(): p.requires_grad_(False)
+        for name, p in c.named_parameters():
+            print(name)  # p.requires_grad = False
+        for p in d.parameters():
+            p.requires_grad = True
+        ya, yb, yc, yd = a(torch.randn(1, 2)), b(torch.randn(1, 2)), c(torch.randn(1, 2)), d(torch.randn(1, 2))
+        """
+    )
+    assert [m.frozen for name in "abcd" for m in a.module_env[name] if isinstance(m, ModuleRef)] == [
+        True, True, False, False]

@@ -325,14 +325,30 @@ def _freeze_parameters_loop(frame: "Frame", stmt: cst.For, state: State) -> None
         return
     if it.func.attr.value not in torch_api.PARAMETER_METHODS or not type(stmt.target) in (cst.Name, cst.Tuple):
         return
-    code = frame.program.module.code_for_node(stmt.body)
-    if "requires_grad = False" not in code and "requires_grad_(False)" not in code:
+    if not _switches_off_gradients(stmt.body.body):
         return
     key = frame.target_key(it.func.value)
     if key is None:
         return
     vals = frame.lookup(key, state)
     state.env[key] = frozenset(replace(v, frozen=True) if isinstance(v, ModuleRef) else v for v in vals)
+
+
+def _switches_off_gradients(body: Sequence[cst.CSTNode]) -> bool:
+    """Does a statement of `body` switch a tensor off: `x.requires_grad = False`
+    or `x.requires_grad_(False)`?"""
+    for stmt in walk_statements(body):
+        if type(stmt) is cst.Assign:
+            if literal_bool(stmt.value) is False and any(
+                type(t.target) is cst.Attribute and t.target.attr.value == "requires_grad" for t in stmt.targets
+            ):
+                return True
+        elif type(stmt) is cst.Expr and type(stmt.value) is cst.Call:
+            call = stmt.value
+            if (type(call.func) is cst.Attribute and call.func.attr.value == "requires_grad_" and call.args
+                    and literal_bool(call.args[0].value) is False):
+                return True
+    return False
 
 
 def has_loop(fn: cst.FunctionDef) -> bool:
