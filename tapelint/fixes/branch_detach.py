@@ -10,9 +10,10 @@ from tapelint.analysis.findings import SharedHazard
 from tapelint.analysis.names import calls_in
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import backward_statement, siblings
+from tapelint.fixes.edits import backward_statement, builder, siblings
 
 
+@builder
 def branch_detach_edits(hazard: SharedHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """`d_loss = bce(D(fake), zeros)` -> `bce(D(fake.detach()), zeros)`: the
     shared name, where the first backward's loss is assigned (the nearest

@@ -13,7 +13,7 @@ from tapelint.analysis.names import bindings, declared_outer
 from tapelint.analysis.torch_api import SHAPED_FACTORIES, TENSOR_STATE_MODULES, TUPLE_STATE_MODULES, callee_name
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import insert_before
+from tapelint.fixes.edits import builder, insert_before
 
 
 class Shape(str, Enum):
@@ -21,6 +21,7 @@ class Shape(str, Enum):
     TUPLE = "tuple"
 
 
+@builder
 def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """`h = h.detach()` as the first statement of each iteration: the loop body,
     or for a step method (`self.h` carried between calls) the method body.

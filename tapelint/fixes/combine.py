@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Optional, Union
 
 import libcst as cst
 
 from tapelint.analysis.findings import RetainHazard, SharedHazard
 from tapelint.diagnostics import Edit, Range
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import backward_call, backward_statement, is_atom, siblings
+from tapelint.fixes.edits import backward_call, backward_statement, builder, is_atom, siblings
 
 
+@builder
 def combine_edits(hazard: Union[SharedHazard, RetainHazard], ctx: SourceContext) -> tuple[Edit, ...]:
     """`a.backward(retain_graph=True)` / `a.backward()` then `b.backward()` as
     consecutive statements of one block -> `(a + b).backward()`. The chain runs
@@ -26,31 +27,32 @@ def combine_edits(hazard: Union[SharedHazard, RetainHazard], ctx: SourceContext)
     if start is None or end is None:
         return ()
     body, i = siblings(ctx, start)
-    _, j = siblings(ctx, end)
-    if i < 0 or j <= i or body[j] is not end:
-        return ()
+    end_body, j = siblings(ctx, end)
+    if end_body is not body or i < 0 or j <= i:
+        return ()  # not in one block (the first inside an `if`, `try` or `case`): not mechanical
     while _retains(backward_call(body[j])):
         j += 1
         if j >= len(body) or backward_call(body[j]) is None:
             return ()
-    chain = list(body[i : j + 1])
-    calls = [backward_call(s) for s in chain]
-    if any(c is None for c in calls) or any(c.args and not _retains(c) for c in calls):
+    chain = [s for s in body[i : j + 1] if isinstance(s, cst.SimpleStatementLine)]
+    calls = [c for c in map(backward_call, chain) if c is not None]
+    if len(calls) != j + 1 - i or any(c.args and not _retains(c) for c in calls):
         return ()
     if any(s.trailing_whitespace.comment is not None for s in chain[:-1]) or any(
         e.comment is not None for s in chain[1:] for e in s.leading_lines
     ):
         return ()
-    roots = [c.func.value for c in calls]
+    roots = [c.func.value for c in calls if isinstance(c.func, cst.Attribute)]
     total = " + ".join(ctx.code_of(r) if is_atom(r) else f"({ctx.code_of(r)})" for r in roots)
     at = Range(ctx.range_of(chain[0]).start, ctx.range_of(chain[-1]).end)
     return (Edit(at, f"({total}).backward()"),)
 
 
-def _retains(call: cst.Call) -> bool:
+def _retains(call: Optional[cst.Call]) -> bool:
     """Exactly `retain_graph=True` and nothing else."""
     return (
-        len(call.args) == 1
+        call is not None
+        and len(call.args) == 1
         and call.args[0].keyword is not None
         and call.args[0].keyword.value == "retain_graph"
         and isinstance(call.args[0].value, cst.Name)

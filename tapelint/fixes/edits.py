@@ -9,17 +9,43 @@ suggestion, so what `--fix` applies is exactly what was checked here.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import functools
+from typing import Callable, Optional, Sequence, TypeVar
 
 import libcst as cst
 
 from tapelint.diagnostics import Edit, Fix, FixKind, Range, Safety
 from tapelint.fixes.context import SourceContext
 
+T = TypeVar("T")
+
 
 def fix_of(kind: FixKind, safety: Safety, description: str, edits: tuple[Edit, ...]) -> Fix:
     """A fix with edits, or (no mechanical edit) a display-only suggestion."""
     return Fix(kind, safety if edits else Safety.DISPLAY_ONLY, description, edits)
+
+
+def guarded(fallback: T) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A fix computation that fails on a shape it did not foresee gives
+    `fallback` (no edit, a conservative verdict): one fix can never cost the
+    file its diagnostics."""
+
+    def wrap(compute: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(compute)
+        def safe(*args: object) -> T:
+            try:
+                return compute(*args)
+            except Exception:  # noqa: BLE001 - whatever one fix trips on is that fix's alone
+                return fallback
+
+        return safe
+
+    return wrap
+
+
+NO_EDITS: tuple[Edit, ...] = ()
+# The decorator of every edit builder: `(hazard, ctx) -> edits`, or none.
+builder = guarded(NO_EDITS)
 
 
 def sole_statement(ctx: SourceContext, node: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:

@@ -13,7 +13,7 @@ from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.torch_api import LOSS_FUNCTIONS, NUMBER_CALLS, REDUCING_CALLS, TENSOR_READS, callee_name, only_reports
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import fix_of, method_call_text
+from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text
 
 
 class TotalUse(str, Enum):
@@ -27,19 +27,26 @@ class TotalUse(str, Enum):
 def accumulation_fixes(hazard: AccumulationHazard, ctx: SourceContext, item: str, detach: str) -> tuple[Fix, ...]:
     """`.item()` and `.detach()` on the accumulated value, the safe one first
     (see TL003's "Fix safety"); `item` and `detach` describe them."""
-    value = accumulated_value(hazard)
-    use = total_use(hazard, ctx)
-    item_safe = use is TotalUse.NUMERIC and scalar_like(hazard, ctx)
-    detach_safe = use is not TotalUse.OTHER
-
-    def edit(method: str) -> tuple[Edit, ...]:
-        return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),) if value is not None else ()
-
+    item_safe, detach_safe = _verdict(hazard, ctx)
     fixes = (
-        fix_of(FixKind.ITEM, Safety.SAFE if item_safe else Safety.UNSAFE, item, edit("item")),
-        fix_of(FixKind.DETACH, Safety.SAFE if detach_safe else Safety.UNSAFE, detach, edit("detach")),
+        fix_of(FixKind.ITEM, Safety.SAFE if item_safe else Safety.UNSAFE, item, _value_edits(hazard, ctx, "item")),
+        fix_of(FixKind.DETACH, Safety.SAFE if detach_safe else Safety.UNSAFE, detach,
+               _value_edits(hazard, ctx, "detach")),
     )
     return fixes if item_safe else fixes[::-1]
+
+
+@guarded((False, False))
+def _verdict(hazard: AccumulationHazard, ctx: SourceContext) -> tuple[bool, bool]:
+    """(`.item()` is safe, `.detach()` is safe)."""
+    use = total_use(hazard, ctx)
+    return use is TotalUse.NUMERIC and scalar_like(hazard, ctx), use is not TotalUse.OTHER
+
+
+@guarded(NO_EDITS)
+def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) -> tuple[Edit, ...]:
+    value = accumulated_value(hazard)
+    return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),) if value is not None else ()
 
 
 def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:

@@ -10,9 +10,10 @@ from tapelint.analysis.findings import HoistedHazard, RepeatedHazard
 from tapelint.analysis.names import bound_in, names_in
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import delete_statement, insert_before, siblings, sole_statement
+from tapelint.fixes.edits import builder, delete_statement, insert_before, siblings, sole_statement
 
 
+@builder
 def recompute_edits(hazard: Union[HoistedHazard, RepeatedHazard], ctx: SourceContext) -> tuple[Edit, ...]:
     """Move the statement that creates the value into the top of the loop body
     (copy it there when the names it binds are also read elsewhere).

@@ -7,9 +7,10 @@ import libcst as cst
 from tapelint.analysis.findings import RepeatedHazard
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import delete_statement
+from tapelint.fixes.edits import builder, delete_statement
 
 
+@builder
 def remove_edits(hazard: RepeatedHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """Delete the failing backward when it is a statement of its own (an
     assigned `g = torch.autograd.grad(...)` is kept: its result is used)."""
