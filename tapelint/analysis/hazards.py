@@ -1,4 +1,4 @@
-"""The one question of `analysis.md`, asked at every backward event: does this
+"""The one question of `docs/analysis.md`, asked at every backward event: does this
 walk reach a node that an earlier backward already released? — and, when it
 does, which kind of reuse it is (which rule reports it).
 

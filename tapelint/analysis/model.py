@@ -1,4 +1,4 @@
-"""The abstract graph of `analysis.md`: nodes, backward events, hazards.
+"""The abstract values of `docs/analysis.md`: nodes, loops, backward events.
 
 An abstract node stands for the tensors created at one expression (its site)
 in one loop context. Edges point from a node to its parents. A `Carried`
