@@ -414,3 +414,41 @@ def test_a_parameter_loop_freezes_by_what_it_does_not_how_it_is_spelled():
     )
     assert [m.frozen for name in "abcd" for m in a.module_env[name] if isinstance(m, ModuleRef)] == [
         True, True, False, False]
+
+
+def test_continue_break_return_and_raise_end_their_path():
+    """A path that ends (`continue`, `break`, `return`, `raise`) does not flow
+    into what follows it: the backward on it and the one after the `if` are
+    never both run on one loss. Without the ending, they are (TL004)."""
+    template = """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def train():
+            for step in range(3):
+                loss = (w.exp() * step).sum()
+                if step == 1:
+                    loss.backward()
+                    {ending}
+                loss.backward()
+        train()
+        """
+    for ending in ("continue", "break", "return", "raise RuntimeError('stop')"):
+        assert analyse(template.format(ending=ending)).results() == [], ending
+    kinds = [h.kind.value for h in analyse(template.format(ending="pass")).results()]
+    assert kinds == ["repeated"]
+
+
+def test_a_handler_starts_from_what_its_try_body_did_before_raising():
+    a = analyse(
+        """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        loss = w.exp().sum()
+        try:
+            loss.backward()
+            raise RuntimeError("retry")
+        except RuntimeError:
+            loss.backward()
+        """
+    )
+    assert [h.kind.value for h in a.results()] == ["repeated"]

@@ -154,7 +154,7 @@ class ModuleAnalysis:
             loop = Loop(fn, implicit=True, label=f"calls of {fn.name.value}()")
             state = run_loop(frame, loop, lambda s: s, fn.body.body, state)
         else:
-            state = frame.exec_block(fn.body.body, state)
+            state = frame.finish(frame.exec_block(fn.body.body, state))
         if not collect_self:
             return {}
         return {k: v for k, v in state.env.items() if k.startswith("self.") or k.startswith("<list@")}

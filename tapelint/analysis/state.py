@@ -45,12 +45,20 @@ class State:
     # so under strict these are released as well.
     kept: dict[Key, BackwardEvent] = field(default_factory=dict)
     no_grad: bool = False
+    # The path ended here (`continue`, `break`, `return`, `raise`): nothing
+    # after it runs, and a join takes the other side as it is.
+    ended: bool = False
 
     def copy(self) -> "State":
-        return State(dict(self.env), dict(self.released), dict(self.retained), dict(self.kept), self.no_grad)
+        return State(dict(self.env), dict(self.released), dict(self.retained), dict(self.kept), self.no_grad,
+                     self.ended)
 
     @staticmethod
     def join(a: "State", b: "State") -> "State":
+        if a.ended:
+            return b.copy()
+        if b.ended:
+            return a.copy()
         env = dict(a.env)
         for name, vals in b.env.items():
             env[name] = env[name] | vals if name in env else vals
@@ -69,6 +77,7 @@ class State:
             and self.retained.keys() == other.retained.keys()
             and self.kept.keys() == other.kept.keys()
             and self.no_grad == other.no_grad
+            and self.ended == other.ended
         )
 
 
@@ -98,4 +107,4 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
             aged.setdefault((node, when), event)
         return aged
 
-    return State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad)
+    return State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad, state.ended)

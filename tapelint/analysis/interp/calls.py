@@ -264,7 +264,7 @@ def inline(frame: "Frame", call: cst.CSTNode, fn: cst.FunctionDef, args: Args, s
     inner.env.update({k: v for k, v in state.env.items()
                       if k.startswith("<list@") or (share_self and k.startswith("self."))})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
-    end = callee.exec_block(fn.body.body, inner)
+    end = callee.finish(callee.exec_block(fn.body.body, inner))
     for key, vals in end.env.items():
         if key.startswith("<list@") or (share_self and key.startswith("self.")) or key in callee.globals:
             state.env[key] = vals

@@ -79,6 +79,9 @@ class Frame:
         self.fallback = fallback  # enclosing environments: closure, caller, module
         self.depth = depth
         self.returns: list[Vals] = []
+        self.exits: list[State] = []  # the state at each `return`
+        # Per loop being run in this frame: the states at its `continue`s and `break`s.
+        self.loop_exits: list[tuple[list[State], list[State]]] = []
         self.globals: set[str] = set()
         self.is_module = isinstance(scope, cst.Module)
 
@@ -93,8 +96,17 @@ class Frame:
     def exec_block(self, body: Sequence[cst.CSTNode], state: State) -> State:
         spend = self.recorder.spend
         for index, stmt in enumerate(body):
+            if state.ended:
+                break  # after `continue`, `break`, `return` or `raise`: unreachable
             spend()
             state = exec_stmt(self, stmt, state, body, index)
+        return state
+
+    def finish(self, state: State) -> State:
+        """The state when the activation ends: where its body ends, joined
+        with every `return`."""
+        for exit_state in self.exits:
+            state = State.join(state, exit_state)
         return state
 
     def eval(self, expr: cst.BaseExpression, state: State) -> Vals:

@@ -1,6 +1,8 @@
 """Statements and control flow: branches copy the state and join it, loops
 iterate their body to a fixed point (what reaches the head again is
-carried), `with torch.no_grad()` switches tracking off, and assignments bind.
+carried), `continue`/`break`/`return`/`raise` end their path (its state
+goes to the loop's head, after the loop, to the caller, nowhere),
+`with torch.no_grad()` switches tracking off, and assignments bind.
 Dispatch is by exact node type."""
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def exec_stmt(frame: "Frame", stmt: cst.CSTNode, state: State, block: Sequence[c
             handler = _SMALL.get(type(small))
             if handler is not None:
                 handler(frame, small, state)
+                if state.ended:
+                    break
         return state
     compound = _COMPOUND.get(type(stmt))
     if compound is None:
@@ -121,18 +125,33 @@ def run_loop(frame: "Frame", loop: Loop, bind: Callable[[State], State], body: S
     entry = state.copy()
     head = entry.copy()
     last = head
+    breaks: list[State] = []
+    frame.loop_exits.append(([], breaks))
     try:
         for _ in range(MAX_PASSES):
             before = store.changes
+            continues: list[State] = []
+            breaks = []
+            frame.loop_exits[-1] = (continues, breaks)
+            returned = len(frame.exits)
             end = frame.exec_block(body, bind(head.copy()))
+            if loop.implicit:  # a step function's `return` ends this call; the next call follows
+                continues.extend(frame.exits[returned:])
+                del frame.exits[returned:]
+            for other in continues:
+                end = State.join(end, other)
             last = end
             new_head = State.join(entry, lattice.carry(end, loop, store.carry))
             if new_head.same(head) and store.changes == before:
                 break
             head = new_head
     finally:
+        frame.loop_exits.pop()
         frame.loops = outer
-    return State.join(entry, last)
+    result = State.join(entry, last)
+    for other in breaks:
+        result = State.join(result, other)
+    return result
 
 
 def _exec_with(frame: "Frame", stmt: cst.With, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
@@ -167,8 +186,10 @@ def _exec_try(frame: "Frame", stmt: cst.Try, state: State, block: Sequence[cst.C
     if stmt.orelse is not None:
         body_end = frame.exec_block(stmt.orelse.body.body, body_end)
     result = body_end
+    # A handler may start anywhere in the body, even after a path that ended there.
+    reached = replace(body_end, ended=False)
     for handler in stmt.handlers:
-        start = State.join(state, body_end)
+        start = State.join(state, reached)
         if handler.name is not None:
             start.env.pop(handler.name.name.value if type(handler.name.name) is cst.Name else "", None)
         result = State.join(result, frame.exec_block(handler.body.body, start))
@@ -227,6 +248,22 @@ def _exec_expr(frame: "Frame", small: cst.Expr, state: State) -> None:
 def _exec_return(frame: "Frame", small: cst.Return, state: State) -> None:
     if small.value is not None:
         frame.returns.append(frame.eval(small.value, state))
+    frame.exits.append(state.copy())
+    state.ended = True
+
+
+def _exec_continue(frame: "Frame", small: cst.Continue, state: State) -> None:
+    """The path goes back to the loop's head (with the state it has here)."""
+    if frame.loop_exits:
+        frame.loop_exits[-1][0].append(state.copy())
+    state.ended = True
+
+
+def _exec_break(frame: "Frame", small: cst.Break, state: State) -> None:
+    """The path leaves the loop (with the state it has here)."""
+    if frame.loop_exits:
+        frame.loop_exits[-1][1].append(state.copy())
+    state.ended = True
 
 
 def _exec_global(frame: "Frame", small: cst.Global, state: State) -> None:
@@ -254,6 +291,7 @@ def _exec_assert(frame: "Frame", small: cst.Assert, state: State) -> None:
 def _exec_raise(frame: "Frame", small: cst.Raise, state: State) -> None:
     if small.exc is not None:
         frame.eval(small.exc, state)
+    state.ended = True
 
 
 def _exec_augassign(frame: "Frame", stmt: cst.AugAssign, state: State) -> None:
@@ -378,4 +416,6 @@ _SMALL: dict[type, Callable] = {
     cst.Del: _exec_del,
     cst.Assert: _exec_assert,
     cst.Raise: _exec_raise,
+    cst.Continue: _exec_continue,
+    cst.Break: _exec_break,
 }
