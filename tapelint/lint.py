@@ -12,7 +12,7 @@ import ast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from tapelint.analysis.provenance import analyze_module
+from tapelint.analysis.driver import analyze_module
 from tapelint.precheck import may_hold_hazard
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.rules import ALL_RULES

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from fixture_spec import fixture_paths, parse_fixture
-from tapelint import cli, fixes
+from tapelint import cli
+from tapelint.fixes import apply as fixes
 from tapelint.diagnostics import Edit, Fix, FixKind, Range, Safety, Semantics
 from tapelint.document import lint_document
 from tapelint.fixes import FixError, applicable_fix, apply_fixes, fix_file, fix_source

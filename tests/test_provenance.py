@@ -9,8 +9,8 @@ import libcst as cst
 
 from tapelint.analysis import hazards
 from tapelint.analysis.imports import ImportMap
-from tapelint.analysis.model import AbstractNode, Carried, ModuleRef, Tracked
-from tapelint.analysis.provenance import ModuleAnalysis
+from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, ModuleRef, Tracked
+from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.ops import Saves
 from tapelint.settings import Settings
 
@@ -337,7 +337,7 @@ def test_a_tuple_rebuilt_from_itself_stays_shallow():
     nested loops that once took gigabytes and never ended (torch's
     sparse/_triton_ops_meta.py). Nesting is bounded, the values inside kept."""
     from tapelint.analysis.model import MAX_TUPLE_DEPTH, TupleVal
-    from tapelint.analysis.provenance import MAX_PASSES
+    from tapelint.analysis.interp.statements import MAX_PASSES
 
     assert MAX_TUPLE_DEPTH < MAX_PASSES + 1  # unbounded, this loop would build MAX_PASSES + 1 levels
     a = analyse(
@@ -366,3 +366,89 @@ def test_a_tuple_rebuilt_from_itself_stays_shallow():
     assert all(depth(t) <= MAX_TUPLE_DEPTH for t in tuples)
     tracked = [v for t in tuples for v in leaves(t) if isinstance(v, (AbstractNode, Carried))]
     assert any(v.tracked is Tracked.YES for v in tracked)
+
+
+def test_one_name_resolution_scope_then_enclosing_then_object():
+    """Every lookup goes through `Frame.resolve`: this scope's state, then the
+    enclosing environments innermost first, then what `__init__` left on
+    `self` — one precedence for names, attribute paths and calls alike."""
+    from tapelint.analysis.driver import ModuleAnalysis as Driver
+    from tapelint.analysis.interp.frame import Frame
+    from tapelint.analysis.program import ClassInfo
+    from tapelint.analysis.state import State
+
+    driver = Driver(cst.parse_module("x = 1\n"), Settings())
+    mine, closure, module, obj = (frozenset((object(),)) for _ in range(4))
+    owner = ClassInfo(cst.ClassDef(cst.Name("C"), cst.IndentedBlock(())), {}, False, False,
+                      state={"self.h": obj, "self.only_on_object": obj})
+    frame = Frame(driver.program, driver.store, driver, scope=driver.program.module, loops=(), context=(),
+                  owner=owner, fallback=({"self.h": closure, "y": closure}, {"self.h": module, "z": module}))
+    state = State({"self.h": mine}, {}, {})
+    assert frame.resolve("self.h", state) is mine
+    del state.env["self.h"]
+    assert frame.resolve("self.h", state) is closure
+    assert frame.resolve("z", state) is module
+    assert frame.resolve("self.only_on_object", state) is obj
+    assert frame.resolve("unbound", state) is None
+    assert frame.lookup("unbound", state) == frozenset((OPAQUE,))
+
+
+def test_a_parameter_loop_freezes_by_what_it_does_not_how_it_is_spelled():
+    """The frozen-parameters loop is recognised on the syntax tree: any
+    spacing, a one-line body, `requires_grad_(False)`; a comment that says
+    so does not freeze anything."""
+    a = analyse(
+        """
+        import torch
+        import torch.nn as nn
+        a, b, c, d = nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2)
+        for p in a.parameters():
+            p.requires_grad=False
+        for p in b.parameters(): p.requires_grad_(False)
+        for name, p in c.named_parameters():
+            print(name)  # p.requires_grad = False
+        for p in d.parameters():
+            p.requires_grad = True
+        ya, yb, yc, yd = a(torch.randn(1, 2)), b(torch.randn(1, 2)), c(torch.randn(1, 2)), d(torch.randn(1, 2))
+        """
+    )
+    assert [m.frozen for name in "abcd" for m in a.module_env[name] if isinstance(m, ModuleRef)] == [
+        True, True, False, False]
+
+
+def test_continue_break_return_and_raise_end_their_path():
+    """A path that ends (`continue`, `break`, `return`, `raise`) does not flow
+    into what follows it: the backward on it and the one after the `if` are
+    never both run on one loss. Without the ending, they are (TL004)."""
+    template = """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def train():
+            for step in range(3):
+                loss = (w.exp() * step).sum()
+                if step == 1:
+                    loss.backward()
+                    {ending}
+                loss.backward()
+        train()
+        """
+    for ending in ("continue", "break", "return", "raise RuntimeError('stop')"):
+        assert analyse(template.format(ending=ending)).results() == [], ending
+    kinds = [h.kind.value for h in analyse(template.format(ending="pass")).results()]
+    assert kinds == ["repeated"]
+
+
+def test_a_handler_starts_from_what_its_try_body_did_before_raising():
+    a = analyse(
+        """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        loss = w.exp().sum()
+        try:
+            loss.backward()
+            raise RuntimeError("retry")
+        except RuntimeError:
+            loss.backward()
+        """
+    )
+    assert [h.kind.value for h in a.results()] == ["repeated"]

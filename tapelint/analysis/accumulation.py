@@ -13,29 +13,16 @@ gradient accumulation done right and is never reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
 from tapelint.analysis import hazards
+from tapelint.analysis.torch_api import LOSS_OPS, LOSS_WORDS, NUMBER_CALLS, UNGRAPHING_READS, callee_name, only_reports
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.model import AbstractNode, Carried, Hazard, HazardKind, ListRef, Loop
-
-if TYPE_CHECKING:
-    from tapelint.analysis.provenance import ModuleAnalysis
-
-_REPORT_CALLS = frozenset(
-    (
-        "print", "log", "info", "debug", "warning", "warn", "error", "add_scalar", "add_scalars",
-        "log_metrics", "log_dict", "set_postfix", "set_description", "write", "format", "float", "int",
-        "str", "round", "pprint", "echo", "secho",
-    )
-)
-_REPORT_ATTRIBUTES = frozenset(("item", "tolist", "numpy", "detach", "cpu"))
-_LOSS_OPS = frozenset(("sum", "mean", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
-                       "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"))
-_LOSS_WORDS = ("loss", "crit", "acc", "metric", "err", "cost", "nll", "score")
-
+from tapelint.analysis.findings import AccumulationHazard
+from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop
+from tapelint.analysis.store import StoreView
 
 @dataclass
 class Accumulation:
@@ -49,48 +36,74 @@ class Accumulation:
     no_grad: bool = False
 
 
-def accumulation_hazards(analysis: "ModuleAnalysis") -> dict[AbstractNode, Hazard]:
-    """TL003's findings, keyed by the running total's node (or the first
-    appended value, for a list)."""
-    found: dict[AbstractNode, Hazard] = {}
-    statements: set[int] = set()
-    for acc in analysis.accumulations.values():
-        if id(acc.statement) in statements or acc.no_grad:
-            continue
-        if acc.node is not None and _feeds_the_loss(analysis, acc):
-            continue  # carried state that the loss is computed from: TL005's
-        fresh = [v for v in acc.added if isinstance(v, AbstractNode) and acc.loop in v.loops
-                 and analysis.is_tracked(v)]
-        if not fresh or not _outlives(acc):
-            continue
-        if _backwarded_after(analysis, acc):
-            continue
-        with_backward = _walked_in_loop(analysis, acc, fresh)
-        if not with_backward:
-            if not any(_loss_like(v) for v in fresh):
+class Accumulations:
+    """Every accumulating statement the interpreter ran in a loop, and where
+    each loop sits (to read what follows it)."""
+
+    def __init__(self) -> None:
+        self.records: dict[tuple, Accumulation] = {}
+        self.loop_sites: dict[Loop, tuple[Sequence[cst.CSTNode], int]] = {}
+
+    def loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None:
+        self.loop_sites.setdefault(loop, (block, index))
+
+    def note(self, loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode, target: cst.BaseExpression,
+             lists: Sequence[ListRef], added: Sequence, node: Optional[AbstractNode], no_grad: bool) -> None:
+        """Record one execution of an accumulating statement inside a loop."""
+        if not loops:
+            return
+        key = (statement, context, loops)
+        acc = self.records.get(key)
+        if acc is None:
+            acc = self.records[key] = Accumulation(statement, target, loops[-1], loops, node, list(lists))
+        acc.no_grad = acc.no_grad or no_grad
+        for value in added:
+            if isinstance(value, (AbstractNode, Carried)) and not any(value is v for v in acc.added):
+                acc.added.append(value)
+        if node is not None:
+            node.accumulator = True
+            acc.node = node
+
+    def found(self, store: StoreView) -> dict[AbstractNode, AccumulationHazard]:
+        """TL003's findings, keyed by the running total's node (or the first
+        appended value, for a list)."""
+        found: dict[AbstractNode, AccumulationHazard] = {}
+        statements: set[int] = set()
+        for acc in self.records.values():
+            if id(acc.statement) in statements or acc.no_grad:
                 continue
-            if not _only_reported_after(analysis, acc):
+            if acc.node is not None and _feeds_the_loss(store, acc):
+                continue  # carried state that the loss is computed from: TL005's
+            fresh = [v for v in acc.added if isinstance(v, AbstractNode) and acc.loop in v.loops
+                     and store.is_tracked(v)]
+            if not fresh or not _outlives(acc):
                 continue
-        value = fresh[0]
-        statements.add(id(acc.statement))
-        found[acc.node if acc.node is not None else value] = Hazard(
-            kind=HazardKind.ACCUMULATION,
-            value=analysis.display_name(value),
-            definition=value.site,
-            fails_under_torch=True,
-            saves_assumed=False,
-            loop=acc.loop,
-            accumulator=acc.statement,
-            accumulator_target=acc.target,
-            retention_with_backward=with_backward,
-        )
-    return found
+            if _backwarded_after(store, acc):
+                continue
+            with_backward = _walked_in_loop(store, acc, fresh)
+            if not with_backward:
+                if not any(_loss_like(v) for v in fresh):
+                    continue
+                if not _only_reported_after(self.loop_sites, acc):
+                    continue
+            value = fresh[0]
+            statements.add(id(acc.statement))
+            found[acc.node if acc.node is not None else value] = AccumulationHazard(
+                value=store.display_name(value),
+                definition=value.site,
+                fails_under_torch=True,
+                loop=acc.loop,
+                accumulator=acc.statement,
+                accumulator_target=acc.target,
+                retention_with_backward=with_backward,
+            )
+        return found
 
 
-def _feeds_the_loss(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
+def _feeds_the_loss(store: StoreView, acc: Accumulation) -> bool:
     """Does a backward in the loop walk the total as part of what its loss is
     computed from (an EMA, a carried offset), rather than as the loss itself?"""
-    for event in analysis.events.values():
+    for event in store.events.values():
         if acc.loop not in event.loops:
             continue
         roots = {id(r.node if isinstance(r, Carried) else r) for r in event.roots}
@@ -100,15 +113,15 @@ def _feeds_the_loss(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
     return False
 
 
-def _walked_in_loop(analysis: "ModuleAnalysis", acc: Accumulation, fresh: list) -> bool:
+def _walked_in_loop(store: StoreView, acc: Accumulation, fresh: list) -> bool:
     """Does a backward inside the loop walk the graph of what is accumulated
     (the loss itself, or what it was computed from)? Then the total keeps
     every walked iteration's graph reachable. A backward that only computes
     something else (Jacobian rows with `autograd.grad`) does not count."""
-    wanted = set()
+    wanted: set[int] = set()
     for value in fresh:
         wanted.update(id(node) for (node, _), _children in hazards.walk([value]))
-    for event in analysis.events.values():
+    for event in store.events.values():
         if acc.loop in event.loops:
             if any(id(node) in wanted for (node, _), _children in hazards.walk(event.roots)):
                 return True
@@ -127,11 +140,11 @@ def _outlives(acc: Accumulation) -> bool:
     return key.startswith("self.")
 
 
-def _backwarded_after(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
+def _backwarded_after(store: StoreView, acc: Accumulation) -> bool:
     """Is the total walked by a backward outside the accumulating loop (one
     backward of the summed loss: gradient accumulation, not a hazard)?"""
     accumulated = {id(acc.node)} if acc.node is not None else {id(v) for v in acc.added}
-    for event in analysis.events.values():
+    for event in store.events.values():
         if acc.loop in event.loops:
             continue
         for (node, _), _children in hazards.walk(event.roots):
@@ -141,17 +154,17 @@ def _backwarded_after(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
 
 
 def _loss_like(node: AbstractNode) -> bool:
-    if node.op in _LOSS_OPS:
+    if node.op in LOSS_OPS:
         return True
     text = f"{node.op} {node.name or ''}".lower()
-    return any(word in text for word in _LOSS_WORDS)
+    return any(word in text for word in LOSS_WORDS)
 
 
-def _only_reported_after(analysis: "ModuleAnalysis", acc: Accumulation) -> bool:
+def _only_reported_after(loop_sites: dict[Loop, tuple[Sequence[cst.CSTNode], int]], acc: Accumulation) -> bool:
     """After the loop, is the total only printed, logged, `.item()`-ed or
     averaged? (An evaluation loop's metric, as opposed to a value that the
     program goes on computing with.)"""
-    site = analysis.loop_sites.get(acc.loop)
+    site = loop_sites.get(acc.loop)
     name = _base_name(acc.target)
     if site is None or name is None:
         return False
@@ -190,34 +203,13 @@ class _UseFinder(cst.CSTVisitor):
     def _reporting(self, use: cst.CSTNode) -> bool:
         child: cst.CSTNode = use
         for parent in reversed(self.stack):
-            if isinstance(parent, cst.Attribute) and parent.attr.value in _REPORT_ATTRIBUTES:
+            if isinstance(parent, cst.Attribute) and parent.attr.value in UNGRAPHING_READS:
                 return True
-            if isinstance(parent, cst.Call):
-                callee = dotted_name(parent.func) or ""
-                if callee.split(".")[-1] in _REPORT_CALLS:
-                    return True
+            if isinstance(parent, cst.Call) and (only_reports(parent) or callee_name(parent) in NUMBER_CALLS):
+                return True  # shown, or turned into a Python number
             if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Divide, cst.FloorDivide)):
                 return parent.left is child
             if isinstance(parent, (cst.FormattedString, cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return isinstance(parent, cst.FormattedString)
             child = parent
         return False
-
-
-def note(analysis: "ModuleAnalysis", loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode,
-         target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence, node: Optional[AbstractNode],
-         no_grad: bool) -> None:
-    """Record one execution of an accumulating statement inside a loop."""
-    if not loops:
-        return
-    key = (statement, context, loops)
-    acc = analysis.accumulations.get(key)
-    if acc is None:
-        acc = analysis.accumulations[key] = Accumulation(statement, target, loops[-1], loops, node, list(lists))
-    acc.no_grad = acc.no_grad or no_grad
-    for value in added:
-        if isinstance(value, (AbstractNode, Carried)) and not any(value is v for v in acc.added):
-            acc.added.append(value)
-    if node is not None:
-        node.accumulator = True
-        acc.node = node

@@ -1,11 +1,11 @@
-"""The one question of `analysis.md`, asked at every backward event: does this
-walk reach a node that an earlier backward already released?
+"""The one question of `docs/analysis.md`, asked at every backward event: does this
+walk reach a node that an earlier backward already released? — and, when it
+does, which kind of reuse it is (which rule reports it).
 
-A *key* names one runtime tensor: an abstract node plus its age — `None` for
-"this iteration's" (or a node outside every loop in play), or the loop whose
-previous iteration created it. Released keys flow forward through the
+Released keys (`state.Key`: a node and its age) flow forward through the
 program with the abstract state; a backward that reaches one is a hazard, and
-where the released node was created decides which rule reports it.
+where the released node was created decides its kind. `HazardLog` records
+them as the interpreter reports backward events.
 """
 
 from __future__ import annotations
@@ -13,31 +13,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
+import libcst as cst
+
 from tapelint.analysis.model import (
     AbstractNode,
     BackwardEvent,
     Carried,
     GraphValue,
     Loop,
+    Retains,
     Tracked,
 )
+from tapelint.analysis.findings import (
+    CarriedHazard,
+    HazardKind,
+    HoistedHazard,
+    RepeatedHazard,
+    RetainHazard,
+    ReuseHazard,
+    SharedHazard,
+)
+from tapelint.analysis.state import Key, State, older
+from tapelint.analysis.store import StoreView
+from tapelint.analysis.syntax import keyword_arg
 from tapelint.ops import Saves
-
-Key = tuple[AbstractNode, Optional[Loop]]
 
 
 def _key(node: AbstractNode, age: Optional[Loop]) -> Key:
     return (node, age if age is not None and age in node.loops else None)
-
-
-def older(node: AbstractNode, a: Optional[Loop], b: Optional[Loop]) -> Optional[Loop]:
-    """Of two ages of `node`, the one meaning the earlier tensor: "the
-    previous iteration of an outer loop" is older than "of an inner loop"."""
-    if a is None or a not in node.loops:
-        return b
-    if b is None or b not in node.loops:
-        return a
-    return a if node.loops.index(a) <= node.loops.index(b) else b
 
 
 def _steps(value: GraphValue, age: Optional[Loop]) -> tuple[AbstractNode, Optional[Loop]]:
@@ -144,3 +147,125 @@ def feeds_itself(node: AbstractNode, loop: Loop) -> bool:
         seen.add(id(value))
         stack.extend(value.parents)
     return False
+
+
+class HazardLog:
+    """The hazards of one module, recorded as backward events happen."""
+
+    def __init__(self, store: StoreView) -> None:
+        self.store = store
+        self.hazards: dict[tuple, ReuseHazard | RetainHazard] = {}
+        self.reused_nodes: dict[tuple, AbstractNode] = {}  # hazard key -> the reused node
+
+    def on_backward(self, event: BackwardEvent, state: State) -> None:
+        """Check a walk against what earlier walks released, then release
+        (or retain) what it walks."""
+        for reuse in find_reuse(event.roots, state.released):
+            self._record_reuse(event, reuse)
+        self._check_retained(event, state)
+        for reuse in find_reuse(event.roots, state.kept):
+            if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
+                       for h in self.hazards.values()):
+                self._record_reuse(event, reuse, strict_only=True)
+        walked = [key for key, _ in walk(event.roots)]
+        if event.retains is Retains.NO:
+            for key in walked:
+                state.released.setdefault(key, event)
+                state.retained.pop(key, None)
+        elif event.retains is Retains.YES and not event.is_grad and not event.creates_graph:
+            for key in walked:
+                state.retained[key] = event  # the latest retain is the one the next backward relies on
+                state.kept.setdefault(key, event)
+
+    def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard]:
+        """Every reuse found, except those whose reused node is in `except_nodes`
+        (ids of running totals that TL003 reports: one finding, one root cause)."""
+        return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
+
+    def _record_reuse(self, event: BackwardEvent, reuse: Reuse, strict_only: bool = False) -> None:
+        """Turn a walk into released (or, `strict_only`, retained) ground into
+        a hazard of the kind that where the reused node was created decides."""
+        node, age = reuse.frontier
+        first = reuse.first
+        if not self.store.is_tracked(node):
+            return  # unknown provenance: never a confident report
+        loop: Optional[Loop] = None
+        name = self.store.display_name(node)
+        real_roots = [r.node if isinstance(r, Carried) else r for r in event.roots]
+        if first is event:
+            if age is None:
+                outside = [lp for lp in event.loops if lp not in node.loops]
+                if not outside:
+                    return
+                loop = outside[-1]
+                kind = HazardKind.REPEATED if any(node is r for r in real_roots) else HazardKind.HOISTED
+            else:
+                loop = age
+                kind = HazardKind.CARRIED if feeds_itself(node, age) else HazardKind.HOISTED
+                stand_in = self.store.stand_in(node, age)
+                if kind is HazardKind.CARRIED and stand_in is not None and stand_in.name:
+                    name = stand_in.name
+        else:
+            first_roots = [r.node if isinstance(r, Carried) else r for r in first.roots]
+            same_root = any(node is r for r in real_roots) and any(node is r for r in first_roots)
+            kind = HazardKind.REPEATED if same_root else HazardKind.SHARED
+            if age is not None:
+                loop = age
+        key = (kind, event.call, first.call, node.site)
+        if key in self.hazards:
+            return
+        self.reused_nodes[key] = node
+        fails_under_torch = reuse.fails_under_torch and not strict_only
+        saves_assumed = fails_under_torch and reuse.saves_assumed
+        op = ", ".join(reuse.assumed_ops)
+        hazard: ReuseHazard
+        if kind is HazardKind.CARRIED:
+            assert loop is not None
+            hazard = CarriedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                   loop=loop, anchor=_definition_site(node, event))
+        elif kind is HazardKind.HOISTED:
+            assert loop is not None
+            hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                   loop=loop)
+        elif kind is HazardKind.REPEATED:
+            hazard = RepeatedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                    loop=loop)
+        else:
+            hazard = SharedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
+                                  loop=loop)
+        self.hazards[key] = hazard
+
+    def _check_retained(self, event: BackwardEvent, state: State) -> None:
+        if event.is_grad:
+            return
+        for key, _ in walk(event.roots):
+            earlier = state.retained.get(key)
+            if earlier is None or earlier is event or earlier.scope is not event.scope:
+                continue
+            node = key[0]
+            if not self.store.is_tracked(node):
+                continue
+            hkey = (HazardKind.RETAIN_TO_COMBINE, earlier.call)
+            chained = any(isinstance(h, RetainHazard) and h.fails_at is earlier for h in self.hazards.values())
+            if hkey not in self.hazards and not chained:  # one finding per chain of retains
+                self.hazards[hkey] = RetainHazard(
+                    value=self.store.display_name(node),
+                    definition=node.site,
+                    fails_under_torch=False,
+                    first_backward=earlier,
+                    fails_at=event,
+                    retain_arg=keyword_arg(earlier.call, "retain_graph"),
+                )
+            return
+
+
+def _definition_site(node: AbstractNode, event: BackwardEvent) -> Optional[cst.CSTNode]:
+    """Where a carried value is re-created in the loop: a node made inside a
+    function that the loop called (`model(x, h)` running `forward`) is
+    reported at that call, where the user detaches what is carried."""
+    depth = len(event.context)
+    if node.context[:depth] == event.context and len(node.context) > depth:
+        call = node.context[depth]
+        if type(call) is cst.Call:
+            return call
+    return None

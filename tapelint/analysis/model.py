@@ -1,4 +1,4 @@
-"""The abstract graph of `analysis.md`: nodes, backward events, hazards.
+"""The abstract values of `docs/analysis.md`: nodes, loops, backward events.
 
 An abstract node stands for the tensors created at one expression (its site)
 in one loop context. Edges point from a node to its parents. A `Carried`
@@ -25,7 +25,8 @@ class Tracked(str, Enum):
     UNKNOWN = "unknown"
 
     @staticmethod
-    def join(values: "list[Tracked]") -> "Tracked":
+    def union(values: "list[Tracked]") -> "Tracked":
+        """Tracked if any is, else unknown if any is (not `join`: that is `str.join`)."""
         if any(v is Tracked.YES for v in values):
             return Tracked.YES
         if any(v is Tracked.UNKNOWN for v in values):
@@ -47,6 +48,11 @@ class Loop:
     node: cst.CSTNode
     implicit: bool = False
     label: str = ""  # "for", "while", "step method train_step"
+
+    @property
+    def step_function(self) -> str:
+        """The name of the function an implicit loop calls once per step."""
+        return self.node.name.value if isinstance(self.node, cst.FunctionDef) else ""
 
 
 @dataclass(eq=False)
@@ -195,37 +201,3 @@ class BackwardEvent:
     is_grad: bool = False  # torch.autograd.grad (does not touch .grad)
     creates_graph: bool = False
     context: tuple = ()  # the chain of inlined calls it runs under
-
-
-class HazardKind(str, Enum):
-    HOISTED = "hoisted"  # TL001
-    SHARED = "shared"  # TL002
-    ACCUMULATION = "accumulation"  # TL003
-    REPEATED = "repeated"  # TL004
-    CARRIED = "carried"  # TL005
-    RETAIN_TO_COMBINE = "retain-to-combine"  # TL006
-
-
-@dataclass(frozen=True)
-class Hazard:
-    """One finding of the mechanism, before a rule turns it into a diagnostic."""
-
-    kind: HazardKind
-    value: str  # the user's name for the reused value ("feats", "self.h")
-    definition: cst.CSTNode  # where the reused node is created
-    fails_under_torch: bool
-    saves_assumed: bool  # torch verdict rests on an unknown call assumed to save
-    # PyTorch runs it only because the earlier walk passed retain_graph=True,
-    # which a strict tape does not have.
-    retained: bool = False
-    op: str = ""
-    loop: Optional[Loop] = None
-    first_backward: Optional[BackwardEvent] = None
-    fails_at: Optional[BackwardEvent] = None
-    accumulator: Optional[cst.CSTNode] = None  # TL003: the accumulating statement
-    accumulator_target: Optional[cst.CSTNode] = None  # TL003: where the total is created
-    retention_with_backward: bool = True  # TL003 flavour
-    retain_arg: Optional[cst.CSTNode] = None  # TL006: the retain_graph=True argument
-    # Where the user acts, when it is not the definition: a carried value
-    # created inside a function the loop calls is reported at that call.
-    anchor: Optional[cst.CSTNode] = None

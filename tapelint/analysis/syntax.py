@@ -8,7 +8,7 @@ their fields and never descends into expressions.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -49,3 +49,16 @@ def walk_statements(body: Sequence[cst.CSTNode], into_definitions: bool = True) 
             continue
         for inner in reversed(list(bodies(stmt))):
             stack.append(iter(inner))
+
+
+def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    """The argument passed as `name=...`, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    arg = keyword_arg(call, name)
+    return arg.value if arg is not None else None

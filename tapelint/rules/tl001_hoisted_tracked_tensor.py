@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, HoistedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    detach_fix,
-    fix_of,
-    loop_phrase,
-    recompute_edits,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.detach import definition_detach_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.fixes.recompute import recompute_edits
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
 
-class HoistedTrackedTensor(Rule):
+class HoistedTrackedTensor(Rule[HoistedHazard]):
     """
     ## What it does
     Finds a tracked, non-leaf tensor computed once outside a loop (or cached
@@ -120,7 +112,7 @@ for step in range(3):
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: HoistedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         defined = ctx.line_of(hazard.definition)
         fails = ctx.line_of(hazard.fails_at.call)
@@ -133,7 +125,7 @@ for step in range(3):
         else:
             where = f"outside {loop_phrase(hazard, ctx)}"
             when = "on the first iteration and fails on the second"
-        inside = f"`{hazard.loop.node.name.value}()`" if hazard.loop is not None and hazard.loop.implicit else "the loop"
+        inside = f"`{hazard.loop.step_function}()`" if hazard.loop is not None and hazard.loop.implicit else "the loop"
         message = (
             f"`{name}` is computed once at line {defined}, {where}; the backward at line {fails} frees it "
             f"{when}. Detach it if it needs no gradient, or compute it inside {inside}."
@@ -148,16 +140,17 @@ for step in range(3):
             fixes=self._fixes(hazard, ctx),
         )
 
-    def _fixes(self, hazard: Hazard, ctx: ReportContext) -> tuple[Fix, ...]:
+    def _fixes(self, hazard: HoistedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         """Recompute first when it can be applied: it keeps the gradients."""
         name = hazard.value
-        detach = detach_fix(hazard, ctx, f"detach `{name}` where it is created (it then gets no gradient)")
+        detach = fix_of(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` where it is created (it then gets no gradient)",
+                        definition_detach_edits(hazard, ctx))
         recompute = fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration",
                            recompute_edits(hazard, ctx))
         return (recompute, detach) if recompute.edits else (detach, recompute)
 
 
-def _inside(hazard: Hazard, ctx: ReportContext) -> bool:
+def _inside(hazard: HoistedHazard, ctx: ReportContext) -> bool:
     """Was the value created inside the loop's span (a cache filled on the first iteration)?"""
     loop_range = ctx.range_of(hazard.loop.node)
     at = ctx.range_of(hazard.definition)

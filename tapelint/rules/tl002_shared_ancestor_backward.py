@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, SharedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    branch_detach_edits,
-    combine_edits,
-    fix_of,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.branch_detach import branch_detach_edits
+from tapelint.fixes.combine import combine_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, reuse_related, semantics_note
 
 
-class SharedAncestorBackward(Rule):
+class SharedAncestorBackward(Rule[SharedHazard]):
     """
     ## What it does
     Finds two backward roots that share a tracked non-leaf ancestor and are
@@ -93,7 +86,7 @@ l2.backward()
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: SharedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         first = ctx.line_of(hazard.first_backward.call)
         fails = ctx.line_of(hazard.fails_at.call)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, AccumulationHazard
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, accumulation_fixes, loop_phrase
+from tapelint.fixes.item import accumulation_fixes
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
 
 
-class TrackedAccumulation(Rule):
+class TrackedAccumulation(Rule[AccumulationHazard]):
     """
     ## What it does
     Finds a tracked value accumulated into something that outlives the
@@ -127,12 +128,12 @@ total.backward()
         ),
     )
 
-    def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
+    def fails_under(self, hazard: AccumulationHazard) -> tuple[Semantics, ...]:
         """With a backward each step, a strict tape prunes what the backward
         consumed: only PyTorch keeps the graphs alive."""
         return (Semantics.TORCH,) if hazard.retention_with_backward else (Semantics.TORCH, Semantics.STRICT)
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: AccumulationHazard, ctx: ReportContext) -> Diagnostic:
         total = ctx.code_of(hazard.accumulator_target)
         value = hazard.value
         loop = loop_phrase(hazard, ctx)

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, RepeatedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    fix_of,
-    loop_phrase,
-    recompute_edits,
-    remove_edits,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.edits import fix_of
+from tapelint.fixes.recompute import recompute_edits
+from tapelint.fixes.remove import remove_edits
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
 
-class RepeatedBackward(Rule):
+class RepeatedBackward(Rule[RepeatedHazard]):
     """
     ## What it does
     Finds the same root backwarded twice: two calls in a row, a loop that
@@ -97,7 +89,7 @@ for step in range(3):
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: RepeatedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         fails = ctx.line_of(hazard.fails_at.call)
         if hazard.first_backward is hazard.fails_at:
@@ -121,7 +113,7 @@ for step in range(3):
             fixes=self._fixes(hazard, ctx),
         )
 
-    def _fixes(self, hazard: Hazard, ctx: ReportContext) -> tuple[Fix, ...]:
+    def _fixes(self, hazard: RepeatedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         if hazard.first_backward is hazard.fails_at:
             return (fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"build `{hazard.value}` inside the loop",
                            recompute_edits(hazard, ctx)),)

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, CarriedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
-from tapelint.rules.base import (
-    Invalid,
-    ReportContext,
-    Rule,
-    Valid,
-    carry_detach_edits,
-    fix_of,
-    loop_phrase,
-    reuse_related,
-    semantics_note,
-)
+from tapelint.fixes.carry_detach import carry_detach_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
 
-class CarriedTrackedState(Rule):
+class CarriedTrackedState(Rule[CarriedHazard]):
     """
     ## What it does
     Finds a tracked value carried from one iteration into the next — an RNN
@@ -105,7 +97,7 @@ for step in range(3):
         ),
     )
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: CarriedHazard, ctx: ReportContext) -> Diagnostic:
         name = hazard.value
         anchor = hazard.anchor if hazard.anchor is not None else hazard.definition
         created = ctx.line_of(anchor)

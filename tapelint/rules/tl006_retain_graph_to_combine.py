@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.model import Hazard, HazardKind
+from tapelint.analysis.findings import HazardKind, RetainHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety, Semantics
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, combine_edits, fix_of
+from tapelint.fixes.combine import combine_edits
+from tapelint.fixes.edits import fix_of
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid
 
 
-class RetainGraphToCombine(Rule):
+class RetainGraphToCombine(Rule[RetainHazard]):
     """
     ## What it does
     Finds `retain_graph=True` whose only purpose is to backward several
@@ -82,11 +84,11 @@ l2.backward()
         ),
     )
 
-    def fails_under(self, hazard: Hazard) -> tuple[Semantics, ...]:
+    def fails_under(self, hazard: RetainHazard) -> tuple[Semantics, ...]:
         """PyTorch runs a retained graph; only a strict tape has no retain_graph."""
         return (Semantics.STRICT,)
 
-    def report(self, hazard: Hazard, ctx: ReportContext) -> Diagnostic:
+    def report(self, hazard: RetainHazard, ctx: ReportContext) -> Diagnostic:
         first = ctx.line_of(hazard.first_backward.call)
         second = ctx.line_of(hazard.fails_at.call)
         message = (

@@ -1,0 +1,188 @@
+"""Scheduling one module's analysis: which scopes run, in which order, with
+what they start from, under one work budget. Entry point: `analyze_module`.
+
+Module code runs first (what instances of each class hold comes from their
+`__init__`); then module functions callers first (a function already
+interpreted at a call site, with real arguments, needs no second, less
+informed pass with unknown parameters); then each class's methods. A
+function or method that runs a backward and has no loop of its own is a
+training step: it runs again as the body of an implicit loop, called once
+per step. The driver is the interpreter's `Recorder`: it forwards backward
+events to the hazard log and accumulations to TL003's records.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from tapelint.analysis.accumulation import Accumulations
+from tapelint.analysis.hazards import HazardLog
+from tapelint.analysis.interp.frame import Frame
+from tapelint.analysis.interp.statements import has_loop, run_loop
+from tapelint.analysis.findings import Hazard
+from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop
+from tapelint.analysis.program import ClassInfo, Program
+from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.store import NodeStore
+from tapelint.settings import Settings
+
+# Statements interpreted per line of the module (loops and inlining
+# re-run bodies); past it the remaining scopes are skipped, so a pathological
+# file costs bounded time instead of hanging the run.
+WORK_PER_LINE = 20
+MIN_WORK = 20_000
+INLINE_BUDGET = 300  # inlined calls per module, to bound the cost on huge files
+
+
+def analyze_module(module: cst.Module, settings: Settings, lines: int = 0) -> list[Hazard]:
+    """Every hazard of one module; `lines`, its length, sizes the work budget."""
+    analysis = ModuleAnalysis(module, settings, lines)
+    analysis.run()
+    found = analysis.results()
+    analysis.store.release()
+    return found
+
+
+class OutOfBudget(Exception):
+    """The module's interpretation budget is spent."""
+
+
+class ModuleAnalysis:
+    """One module's analysis: its program, node store, hazard log and accumulations."""
+
+    def __init__(self, module: cst.Module, settings: Settings, lines: int = 0) -> None:
+        self.program = Program.of(module, settings)
+        self.store = NodeStore(module)
+        self.log = HazardLog(self.store)
+        self.accumulations = Accumulations()
+        self.module_env: dict[str, Vals] = {}
+        self.work_left = max(MIN_WORK, WORK_PER_LINE * lines)
+        self.inline_budget = INLINE_BUDGET
+        self.interpreted: set[cst.FunctionDef] = set()  # bodies run at some call site
+        self.inlined_methods: set[cst.FunctionDef] = set()  # methods run as helpers of another method
+
+    @property
+    def events(self) -> dict[tuple, BackwardEvent]:
+        return self.store.events
+
+    def is_tracked(self, node: AbstractNode) -> bool:
+        return self.store.is_tracked(node)
+
+    # ----------------------------------------------------------------- driver
+
+    def run(self) -> None:
+        program = self.program
+        try:
+            for info in program.classes.values():  # what instances hold, for calls in module code
+                if "__init__" in info.methods:
+                    info.state = self._analyze_function(info.methods["__init__"], info, {}, collect_self=True)
+            top = self._frame(program.module, (), None, ())
+            self.module_env = top.exec_block(program.module.body, State({}, {}, {})).env
+            for fn in reversed(list(program.functions.values())):
+                if fn not in self.interpreted:
+                    self._analyze_function(fn, owner=None, initial={})
+            for info in program.classes.values():
+                self._analyze_class(info)
+        except OutOfBudget:
+            pass  # what was found so far stands; the rest of the module is not interpreted
+
+    def results(self) -> list[Hazard]:
+        """Every hazard found. A running total that TL003 reports is not
+        reported again as the reused node of a later walk: one finding, one
+        root cause."""
+        accumulated = self.accumulations.found(self.store)
+        found: list[Hazard] = list(self.log.found({id(node) for node in accumulated}))
+        return found + list(accumulated.values())
+
+    def _frame(self, scope: cst.CSTNode, context: tuple, owner: Optional[ClassInfo],
+               fallback: tuple[dict[str, Vals], ...]) -> Frame:
+        return Frame(self.program, self.store, self, scope=scope, loops=(), context=context, owner=owner,
+                     fallback=fallback)
+
+    def _analyze_class(self, info: ClassInfo) -> None:
+        init = info.methods.get("__init__")
+        if init is not None:
+            info.state = self._analyze_function(init, owner=info, initial={}, collect_self=True)
+        steps: list[cst.FunctionDef] = []
+        extra: dict[str, Vals] = {}
+        for name, fn in info.methods.items():
+            if name == "__init__":
+                continue
+            before = len(self.store.events)
+            leaves = self._analyze_function(fn, owner=info, initial=info.state, collect_self=True)
+            if len(self.store.events) > before:
+                steps.append(fn)  # runs a backward: a training step, called once per step
+                continue
+            for key, vals in leaves.items():
+                extra[key] = extra.get(key, EMPTY) | vals
+        for key, vals in extra.items():
+            # Another method may run before every step (`set_input`, `select_action`):
+            # what it leaves on `self` is not known to be computed once, unlike `__init__`'s.
+            unknown = frozenset(OPAQUE if isinstance(v, (AbstractNode, Carried)) else v for v in vals)
+            info.state[key] = info.state.get(key, EMPTY) | unknown
+        for fn in steps:
+            if fn in self.inlined_methods:
+                continue  # a helper of another method (`backward_G()` of `optimize_parameters()`)
+            self._analyze_function(fn, owner=info, initial=info.state, implicit_loop=True)
+
+    def _analyze_function(
+        self,
+        fn: cst.FunctionDef,
+        owner: Optional[ClassInfo],
+        initial: dict[str, Vals],
+        collect_self: bool = False,
+        implicit_loop: bool = False,
+    ) -> dict[str, Vals]:
+        """Analyse `fn` on its own, its parameters unknown. Returns its final
+        `self.*` bindings when asked (what `__init__` leaves on the object).
+        A module function that runs a backward and has no loop of its own is
+        a step function: it is analysed again as the body of an implicit loop."""
+        before = len(self.store.events)
+        leaves = self._run_function(fn, owner, initial, collect_self, implicit_loop)
+        if owner is None and not implicit_loop and len(self.store.events) > before and not has_loop(fn):
+            self._run_function(fn, owner, initial, False, True)
+        return leaves
+
+    def _run_function(self, fn: cst.FunctionDef, owner: Optional[ClassInfo], initial: dict[str, Vals],
+                      collect_self: bool, implicit_loop: bool) -> dict[str, Vals]:
+        frame = self._frame(fn, (fn,), owner, (self.module_env,))
+        state = State(dict(initial), {}, {}, no_grad=self.program.is_no_grad_function(fn))
+        frame.bind_parameters(fn, state, method=owner is not None, args=None)
+        if implicit_loop:
+            loop = Loop(fn, implicit=True, label=f"calls of {fn.name.value}()")
+            state = run_loop(frame, loop, lambda s: s, fn.body.body, state)
+        else:
+            state = frame.finish(frame.exec_block(fn.body.body, state))
+        if not collect_self:
+            return {}
+        return {k: v for k, v in state.env.items() if k.startswith("self.") or k.startswith("<list@")}
+
+    # ------------------------------------------------------------- Recorder
+
+    def spend(self) -> None:
+        self.work_left -= 1
+        if self.work_left < 0:
+            raise OutOfBudget
+
+    def loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None:
+        self.accumulations.loop_site(loop, block, index)
+
+    def backward(self, event: BackwardEvent, state: State) -> None:
+        self.store.prove(event)
+        self.log.on_backward(event, state)
+
+    def accumulation(self, loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode,
+                     target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence,
+                     node: Optional[AbstractNode], no_grad: bool) -> None:
+        self.accumulations.note(loops, context, statement, target, lists, added, node, no_grad)
+
+    def enter_call(self, fn: cst.FunctionDef, shares_self: bool) -> bool:
+        if self.inline_budget <= 0:
+            return False
+        self.inline_budget -= 1
+        self.interpreted.add(fn)
+        if shares_self:
+            self.inlined_methods.add(fn)
+        return True

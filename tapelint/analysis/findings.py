@@ -1,0 +1,104 @@
+"""What the analysis hands the rules: one record per kind of hazard, each
+with exactly the fields its rule needs (all required, so a rule never
+dereferences a field that another kind leaves empty)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar, Optional
+
+import libcst as cst
+
+from tapelint.analysis.model import BackwardEvent, Loop
+
+
+class HazardKind(str, Enum):
+    HOISTED = "hoisted"  # TL001
+    SHARED = "shared"  # TL002
+    ACCUMULATION = "accumulation"  # TL003
+    REPEATED = "repeated"  # TL004
+    CARRIED = "carried"  # TL005
+    RETAIN_TO_COMBINE = "retain-to-combine"  # TL006
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """One finding of the mechanism, before a rule turns it into a diagnostic."""
+
+    kind: ClassVar[HazardKind]
+    value: str  # the user's name for the value ("feats", "self.h")
+    definition: cst.CSTNode  # where its node is created
+    fails_under_torch: bool
+
+
+@dataclass(frozen=True)
+class ReuseHazard(Hazard):
+    """A backward (`fails_at`) walking a node that an earlier one (`first_backward`,
+    possibly the same call in an earlier iteration) released."""
+
+    saves_assumed: bool  # the torch verdict rests on an unknown call assumed to save
+    # PyTorch runs it only because the earlier walk passed retain_graph=True,
+    # which a strict tape does not have.
+    retained: bool
+    op: str  # the calls assumed to save tensors, for the message
+    first_backward: BackwardEvent
+    fails_at: BackwardEvent
+
+
+@dataclass(frozen=True)
+class HoistedHazard(ReuseHazard):
+    """TL001: created once outside `loop` (or cached), walked on every iteration."""
+
+    kind: ClassVar[HazardKind] = HazardKind.HOISTED
+    loop: Loop
+
+
+@dataclass(frozen=True)
+class SharedHazard(ReuseHazard):
+    """TL002: two backwards whose roots share the node; `loop` when the node
+    comes from an earlier iteration."""
+
+    kind: ClassVar[HazardKind] = HazardKind.SHARED
+    loop: Optional[Loop]
+
+
+@dataclass(frozen=True)
+class RepeatedHazard(ReuseHazard):
+    """TL004: the same root walked again — by another call, or by the same
+    call (`first_backward is fails_at`) on every iteration of `loop`."""
+
+    kind: ClassVar[HazardKind] = HazardKind.REPEATED
+    loop: Optional[Loop]
+
+
+@dataclass(frozen=True)
+class CarriedHazard(ReuseHazard):
+    """TL005: carried from one iteration of `loop` into the next."""
+
+    kind: ClassVar[HazardKind] = HazardKind.CARRIED
+    loop: Loop
+    # Where the user acts, when it is not the definition: a carried value
+    # created inside a function the loop calls is reported at that call.
+    anchor: Optional[cst.CSTNode]
+
+
+@dataclass(frozen=True)
+class AccumulationHazard(Hazard):
+    """TL003: a tracked value accumulated into a total that outlives the iteration."""
+
+    kind: ClassVar[HazardKind] = HazardKind.ACCUMULATION
+    loop: Loop
+    accumulator: cst.CSTNode  # the accumulating statement (AugAssign, Assign, `.append(...)` call)
+    accumulator_target: cst.BaseExpression  # the total
+    retention_with_backward: bool  # each iteration backwards (else: an evaluation loop)
+
+
+@dataclass(frozen=True)
+class RetainHazard(Hazard):
+    """TL006: `retain_graph=True` on `first_backward` only serves `fails_at`."""
+
+    kind: ClassVar[HazardKind] = HazardKind.RETAIN_TO_COMBINE
+    first_backward: BackwardEvent
+    fails_at: BackwardEvent
+    retain_arg: Optional[cst.Arg]

@@ -1,0 +1,281 @@
+"""Calls: configured backward and tracked functions, torch (`torch_calls`),
+methods of modules, lists and tensors, builtins, and the functions and
+classes of this module — interpreted at their call site (inlined), so the
+nodes they create and the backwards they run sit in the caller's loops."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from tapelint.analysis import torch_api
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp.statements import note_accumulation
+from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
+from tapelint.analysis.model import (
+    OPAQUE,
+    AbstractNode,
+    Carried,
+    ClassRef,
+    FunctionRef,
+    ListRef,
+    ModuleRef,
+    SelfRef,
+    Tracked,
+    tuple_of,
+)
+from tapelint.analysis.program import ClassInfo
+from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.torch_api import literal_bool
+from tapelint.ops import Saves
+
+if TYPE_CHECKING:
+    from tapelint.analysis.interp.frame import Frame
+
+INLINE_DEPTH = 3
+
+Args = list  # list[tuple[Optional[str], Vals]]: (keyword or None, values) per argument
+
+
+def eval_call(frame: "Frame", call: cst.Call, state: State) -> Vals:
+    args: Args = []
+    for arg in call.args:
+        vals = frame.eval(arg.value, state)
+        if arg.star == "*":
+            vals = frame.elements(vals, state)
+        args.append((arg.keyword.value if arg.keyword is not None else None, vals))
+    func = call.func
+    raw = dotted_name(func)
+    program = frame.program
+    if raw is not None and _matches(raw, program.backward_names):
+        roots = args[0][1] if args else EMPTY
+        backward(frame, call, roots, state, f"{raw}(...)", positional_offset=None)
+        return EMPTY
+    if raw is not None and _matches(raw, program.tracked_names):
+        parents = [p for _, v in args for p in frame.graph_values(v, state)]
+        return frozenset((frame.store.node(frame, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
+    name = frame.canonical(func, raw)
+    if name is not None and (name == "torch" or name.startswith("torch.")):
+        result = torch_call(frame, call, name, args, state)
+    elif type(func) is cst.Attribute and raw is not None and (bound := frame.resolve(raw, state)) is not None:
+        result = call_values(frame, call, func, bound, args, state)
+    elif type(func) is cst.Attribute:
+        receiver = frame.eval(func.value, state)
+        result = method_call(frame, call, func, receiver, args, state)
+    else:
+        callee = frame.eval(func, state)
+        result = call_values(frame, call, func, callee, args, state)
+    _call_function_arguments(frame, args, state)
+    return result
+
+
+def _matches(raw: str, names: frozenset[str]) -> bool:
+    return bool(names) and any(raw == n or raw.endswith("." + n) for n in names)
+
+
+def _call_function_arguments(frame: "Frame", args: Args, state: State) -> None:
+    """A function passed as an argument (an optimizer closure) is called."""
+    for _, vals in args:
+        for value in vals:
+            if isinstance(value, FunctionRef) and not value.node.params.params:
+                inline(frame, value.node, value.node, [], state, owner=None, closure=value.closure)
+
+
+def method_call(frame: "Frame", call: cst.Call, func: cst.Attribute, receiver: Vals, args: Args,
+                state: State) -> Vals:
+    method = func.attr.value
+    tensors = [v for v in receiver if isinstance(v, (AbstractNode, Carried))]
+    known_tensors = [v for v in tensors if v is not OPAQUE]
+    if method == "backward":
+        owner_name = (dotted_name(func.value) or "").split(".")[-1]
+        if args and args[0][0] is None and not known_tensors and owner_name in torch_api.BACKWARD_RUNNERS:
+            backward(frame, call, args[0][1], state, f"{owner_name}.backward(...)", positional_offset=None)
+        else:
+            backward(frame, call, frozenset(tensors), state, "backward()", positional_offset=1)
+        return EMPTY
+    if method == "manual_backward" and args:
+        backward(frame, call, args[0][1], state, "manual_backward(...)", positional_offset=None)
+        return EMPTY
+    if method in torch_api.BARRIER_METHODS and not known_tensors:
+        state.retained.clear()
+    out: set = set()
+    owner = frame.owner
+    for value in receiver:
+        if isinstance(value, SelfRef) and owner is not None and method in owner.methods:
+            out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
+        elif isinstance(value, ModuleRef):
+            out |= module_method(frame, call, func, value, method, args, state)
+        elif isinstance(value, ListRef):
+            out |= list_method(frame, call, func, value, method, args, state)
+        elif isinstance(value, ClassRef):
+            out.add(OPAQUE)
+    if known_tensors:
+        out |= tensor_method(frame, call, func, known_tensors, method, args, state)
+    elif OPAQUE in receiver:
+        if method == "scale" and args:
+            out |= args[0][1]  # GradScaler.scale(loss): the same graph
+        elif method not in torch_api.BARRIER_METHODS:
+            out |= unknown_call(frame, call, args, state, receiver_unknown=True)
+    return frozenset(out)
+
+
+def module_method(frame: "Frame", call: cst.Call, func: cst.Attribute, module: ModuleRef, method: str, args: Args,
+                  state: State) -> Vals:
+    if method in torch_api.MODULE_IDENTITY_METHODS:
+        return frozenset((module,))
+    if method == "requires_grad_":
+        flag = literal_bool(call.args[0].value) if call.args else True
+        frozen = replace(module, frozen=flag is False)
+        key = frame.target_key(func.value)
+        if key is not None:
+            state.env[key] = frozenset((frozen,))
+        return frozenset((frozen,))
+    if method in torch_api.PARAMETER_METHODS:
+        return frozenset((frame.store.parameter_leaf(module),))
+    if method == "forward":
+        return module_call(frame, call, func.value, module, args, state)
+    info = frame.user_class(module)
+    if info is not None:
+        if method in info.methods:
+            return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False)
+        if f"self.{method}" in info.state:  # a submodule: `model.body(x)`
+            return call_values(frame, call, func, info.state[f"self.{method}"], args, state)
+    return EMPTY
+
+
+def list_method(frame: "Frame", call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: Args,
+                state: State) -> Vals:
+    if method in torch_api.LIST_ADDERS:
+        added: Vals = EMPTY
+        for _, vals in args:
+            added |= frame.elements(vals, state) if method in ("extend", "update") else vals
+        state.env[lst.key] = state.env.get(lst.key, EMPTY) | added
+        note_accumulation(frame, call, func.value, [lst], added, state)
+        return EMPTY
+    if method in torch_api.LIST_GETTERS:
+        return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
+    return EMPTY
+
+
+def call_values(frame: "Frame", call: cst.Call, func: cst.BaseExpression, callee: Vals, args: Args,
+                state: State) -> Vals:
+    """Call whatever `callee` may be: a function, a class, a module, a tensor, unknown."""
+    out: set = set()
+    if type(func) is cst.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env:
+        return builtin_call(frame, call, func.value, args, state)
+    for value in callee:
+        if isinstance(value, FunctionRef):
+            out |= inline(frame, call, value.node, args, state, owner=None, closure=value.closure)
+        elif isinstance(value, ClassRef):
+            if value.is_module:
+                saves = Saves.TENSORS if value.parametric else Saves.UNKNOWN
+                out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node))
+        elif isinstance(value, ModuleRef):
+            out |= module_call(frame, call, func, value, args, state)
+        elif value is OPAQUE or isinstance(value, (AbstractNode, Carried)):
+            out |= unknown_call(frame, call, args, state, receiver_unknown=True)
+    return frozenset(out)
+
+
+def builtin_call(frame: "Frame", call: cst.Call, name: str, args: Args, state: State) -> Vals:
+    store = frame.store
+    if name == "sum" and args:
+        parents = frame.graph_values(frame.elements(args[0][1], state), state)
+        if not parents:
+            return EMPTY
+        return frozenset((store.node(frame, state, call, "sum", parents, Saves.NOTHING),))
+    if name in ("max", "min", "abs", "pow") and args:
+        parents = [p for _, v in args for p in frame.graph_values(v, state)]
+        if parents:
+            return frozenset((store.node(frame, state, call, name, parents, Saves.TENSORS),))
+        return EMPTY
+    if name in ("zip", "enumerate") and args:
+        # iterating yields tuples: keep each position apart for unpacking targets
+        columns = [frame.elements(vals, state) for keyword, vals in args if keyword is None]
+        if name == "enumerate":
+            columns = [EMPTY, columns[0]] if columns else [EMPTY]
+        return frozenset((frame.new_list(call, frozenset((tuple_of(columns),)), state),))
+    if name in torch_api.PASS_THROUGH_BUILTINS:
+        out: set = set()
+        for _, vals in args:
+            lists = [v for v in vals if isinstance(v, ListRef)]
+            if lists and name in ("list", "sorted", "reversed"):
+                out |= frozenset((frame.new_list(call, frame.elements(vals, state), state),))
+            else:
+                out |= vals
+        return frozenset(out)
+    if name == "getattr":
+        return frozenset((OPAQUE,))
+    return EMPTY
+
+
+def module_call(frame: "Frame", call: cst.Call, func: cst.BaseExpression, module: ModuleRef, args: Args,
+                state: State) -> Vals:
+    """`module(x)`: a user module runs its `forward`; a torch layer is one node."""
+    info = frame.user_class(module)
+    if info is not None and "forward" in info.methods and not module.frozen:
+        result = inline(frame, call, info.methods["forward"], args, state, owner=info, share_self=False)
+        if result:
+            return result
+    parents = [p for _, v in args for p in frame.graph_values(v, state)]
+    tracked = None
+    if module.parametric and not module.frozen:
+        tracked = Tracked.YES
+        parents.append(frame.store.parameter_leaf(module))
+    label = f"{dotted_name(func) or module.class_name}(...)"
+    node = frame.store.node(frame, state, call, label, parents, module.saves, tracked)
+    return frozenset((node,))
+
+
+def unknown_call(frame: "Frame", call: cst.Call, args: Args, state: State, receiver_unknown: bool) -> Vals:
+    parents = [p for _, v in args for p in frame.graph_values(v, state)]
+    if receiver_unknown:
+        parents.append(OPAQUE)
+    if not parents:
+        return EMPTY
+    label = f"{dotted_name(call.func) or 'call'}(...)"
+    return frozenset((frame.store.node(frame, state, call, label, parents, Saves.UNKNOWN),))
+
+
+def inline(frame: "Frame", call: cst.CSTNode, fn: cst.FunctionDef, args: Args, state: State,
+           owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True) -> Vals:
+    """Interpret a call of a function of this module at its call site, so
+    the nodes it creates and the backwards it runs sit in the caller's
+    loops (a training step called once per iteration)."""
+    share_self = share_self and owner is not None
+    if frame.depth >= INLINE_DEPTH or fn in frame.context or not frame.recorder.enter_call(fn, share_self):
+        # A function of this file we will not look into (recursion, depth): its
+        # result may well be detached (`repackage_hidden`), so it is unknown.
+        if not type(call) is cst.Call:
+            return EMPTY
+        parents = [p for _, v in args for p in frame.graph_values(v, state)]
+        return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", parents, Saves.UNKNOWN,
+                                           Tracked.UNKNOWN),))
+    nested = type(frame.scope) is cst.FunctionDef and _encloses(frame.scope, fn)
+    fallback = ((state.env,) if frame.is_module or nested else ()) + frame.fallback
+    if closure is not None and closure is not state.env:
+        fallback = (closure,) + fallback
+    callee_owner = owner if owner is not None else (frame.owner if nested else None)
+    callee = frame.callee(fn, call, callee_owner, fallback)
+    inner = State({}, state.released, state.retained, state.kept,
+                  state.no_grad or frame.program.is_no_grad_function(fn))
+    inner.env.update({k: v for k, v in state.env.items()
+                      if k.startswith("<list@") or (share_self and k.startswith("self."))})
+    callee.bind_parameters(fn, inner, method=owner is not None, args=args)
+    end = callee.finish(callee.exec_block(fn.body.body, inner))
+    for key, vals in end.env.items():
+        if key.startswith("<list@") or (share_self and key.startswith("self.")) or key in callee.globals:
+            state.env[key] = vals
+    state.released.update(end.released)
+    state.retained.update(end.retained)
+    state.kept.update(end.kept)
+    result: set = set()
+    for vals in callee.returns:
+        result |= vals
+    return frozenset(result)
+
+
+def _encloses(outer: cst.FunctionDef, inner: cst.FunctionDef) -> bool:
+    return any(stmt is inner for stmt in outer.body.body)

@@ -1,0 +1,280 @@
+"""Expressions: what each kind of expression evaluates to (a set of abstract
+values), one function per node type in the `EVAL` table, keyed by exact type
+(libcst's ABC-based isinstance is measurably slow on this hot path)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+import libcst as cst
+
+from tapelint import ops
+from tapelint.analysis import torch_api
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp.calls import eval_call
+from tapelint.analysis.model import (
+    OPAQUE,
+    AbstractNode,
+    Carried,
+    ClassRef,
+    FunctionRef,
+    ListRef,
+    ModuleRef,
+    SelfRef,
+    TupleVal,
+    tuple_of,
+)
+from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.ops import Saves
+
+if TYPE_CHECKING:
+    from tapelint.analysis.interp.frame import Frame
+
+_BINARY_SYMBOLS = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/",
+    cst.FloorDivide: "//", cst.Modulo: "%", cst.Power: "**", cst.MatrixMultiply: "@",
+}
+
+
+def eval_children(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+    """Expressions that hold no graph themselves but may contain calls
+    (an f-string that prints `loss.item()`): evaluate the parts."""
+    if type(expr) is cst.FormattedString:
+        for part in expr.parts:
+            if type(part) is cst.FormattedStringExpression:
+                frame.eval(part.expression, state)
+    elif type(expr) is cst.ConcatenatedString:
+        frame.eval(expr.left, state)
+        frame.eval(expr.right, state)
+    elif type(expr) is cst.Slice:
+        for bound in (expr.lower, expr.upper, expr.step):
+            if bound is not None:
+                frame.eval(bound, state)
+    elif type(expr) in (cst.Yield, cst.StarredElement):
+        value = getattr(expr, "value", None)
+        if isinstance(value, cst.BaseExpression):
+            frame.eval(value, state)
+    return EMPTY
+
+
+def eval_name(frame: "Frame", expr: cst.Name, state: State) -> Vals:
+    """A bound name (`Frame.resolve`), else a definition of the module, else
+    an import or a builtin (no graph), else unknown."""
+    name = expr.value
+    if name in ("True", "False", "None"):
+        return EMPTY
+    vals = frame.resolve(name, state)
+    if vals is not None:
+        return vals
+    program = frame.program
+    fn = program.functions.get(name)
+    if fn is not None:
+        return frozenset((frame.store.function_ref(fn, (), ()),))
+    info = program.classes.get(name)
+    if info is not None:
+        return frozenset((ClassRef(info.node, info.is_module, info.parametric),))
+    if name in program.imports.aliases or name in torch_api.BUILTIN_NAMES:
+        return EMPTY
+    return frozenset((OPAQUE,))
+
+
+def eval_attribute(frame: "Frame", expr: cst.Attribute, state: State) -> Vals:
+    key = dotted_name(expr)
+    if key is not None:
+        head = key.split(".")[0]
+        if head in frame.program.imports.aliases and head not in state.env:
+            return EMPTY  # torch.float32, np.pi: module attributes, not tensors
+        vals = frame.resolve(key, state)
+        if vals is not None:
+            return vals
+    base = frame.eval(expr.value, state)
+    attr = expr.attr.value
+    out: set = set()
+    for value in base:
+        if isinstance(value, (AbstractNode, Carried)):
+            if value is OPAQUE:
+                out.add(OPAQUE)
+            elif attr in ops.UNTRACKING_ATTRIBUTES:
+                continue
+            elif attr in ("T", "mT", "H", "mH"):
+                out.add(frame.store.node(frame, state, expr, "t", [value], Saves.NOTHING))
+            else:
+                out.add(value)  # `.values`, `.logits`, `.loss`: the same graph
+        elif isinstance(value, ModuleRef):
+            info = frame.user_class(value)
+            if info is not None and f"self.{attr}" in info.state:
+                out |= info.state[f"self.{attr}"]
+            else:
+                out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
+        elif isinstance(value, SelfRef):
+            out.add(OPAQUE)
+        elif isinstance(value, (ListRef, TupleVal, FunctionRef, ClassRef)):
+            continue
+        else:
+            out.add(OPAQUE)
+    return frozenset(out)
+
+
+def eval_binary(frame: "Frame", expr: cst.BinaryOperation, state: State) -> Vals:
+    left = frame.eval(expr.left, state)
+    right = frame.eval(expr.right, state)
+    symbol = _BINARY_SYMBOLS.get(type(expr.operator))
+    lists = [v for v in left | right if isinstance(v, ListRef)]
+    if lists and symbol == "+":
+        return frozenset(lists)
+    parents = frame.graph_values(left, state) + frame.graph_values(right, state)
+    if not parents:
+        return EMPTY
+    if symbol is None:  # bitwise operators: masks, never graph
+        return EMPTY
+    return frozenset((frame.store.node(frame, state, expr, symbol, parents, ops.operator_saves(symbol)),))
+
+
+def eval_unary(frame: "Frame", expr: cst.UnaryOperation, state: State) -> Vals:
+    vals = frame.eval(expr.expression, state)
+    if type(expr.operator) in (cst.Not, cst.BitInvert):
+        return EMPTY
+    parents = frame.graph_values(vals, state)
+    if not parents or type(expr.operator) is cst.Plus:
+        return vals
+    return frozenset((frame.store.node(frame, state, expr, "neg", parents, Saves.NOTHING),))
+
+
+def eval_compare(frame: "Frame", expr: cst.Comparison, state: State) -> Vals:
+    frame.eval(expr.left, state)
+    for target in expr.comparisons:
+        frame.eval(target.comparator, state)
+    return EMPTY
+
+
+def eval_boolean(frame: "Frame", expr: cst.BooleanOperation, state: State) -> Vals:
+    return frame.eval(expr.left, state) | frame.eval(expr.right, state)
+
+
+def eval_ifexp(frame: "Frame", expr: cst.IfExp, state: State) -> Vals:
+    frame.eval(expr.test, state)
+    return frame.eval(expr.body, state) | frame.eval(expr.orelse, state)
+
+
+def eval_subscript(frame: "Frame", expr: cst.Subscript, state: State) -> Vals:
+    base = frame.eval(expr.value, state)
+    literal_index: Optional[int] = None
+    basic = True
+    for element in expr.slice:
+        if type(element.slice) is cst.Index:
+            index_expr = element.slice.value
+            vals = frame.eval(index_expr, state)
+            if type(index_expr) is cst.Integer:
+                literal_index = int(index_expr.value, 0)
+            elif type(index_expr) in (cst.List, cst.Tuple) or frame.graph_values(vals, state):
+                basic = False
+        elif type(element.slice) is cst.Slice:
+            eval_children(frame, element.slice, state)
+    out: set = set()
+    tensors = []
+    for value in base:
+        if isinstance(value, ListRef):
+            out |= state.env.get(value.key, EMPTY)
+        elif isinstance(value, TupleVal):
+            if literal_index is not None and -len(value.items) <= literal_index < len(value.items):
+                out |= value.items[literal_index]
+            else:
+                out |= frozenset(x for item in value.items for x in item)
+        elif isinstance(value, (AbstractNode, Carried)):
+            if value is OPAQUE:
+                out.add(OPAQUE)
+            else:
+                tensors.append(value)
+        elif isinstance(value, ModuleRef):
+            out.add(value)
+        else:
+            out.add(OPAQUE)
+    if tensors:
+        saves = Saves.NOTHING if basic else Saves.TENSORS
+        out.add(frame.store.node(frame, state, expr, "index", tensors, saves))
+    return frozenset(out)
+
+
+def eval_sequence(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+    items = []
+    for element in expr.elements:  # type: ignore[attr-defined]
+        vals = frame.eval(element.value, state)
+        if type(element) is cst.StarredElement:
+            vals = frame.elements(vals, state)
+        items.append(vals)
+    if type(expr) is cst.Tuple:
+        return frozenset((tuple_of(items),))
+    return frozenset((frame.new_list(expr, frozenset(x for item in items for x in item), state),))
+
+
+def eval_dict(frame: "Frame", expr: cst.Dict, state: State) -> Vals:
+    values: set = set()
+    for element in expr.elements:
+        if type(element) is cst.DictElement:
+            frame.eval(element.key, state)
+            values |= frame.eval(element.value, state)
+        else:
+            values |= frame.elements(frame.eval(element.value, state), state)
+    return frozenset((frame.new_list(expr, frozenset(values), state),))
+
+
+def eval_comprehension(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+    inner = state.copy()
+    comp = expr.for_in  # type: ignore[attr-defined]
+    while comp is not None:
+        frame.bind(comp.target, frame.elements(frame.eval(comp.iter, inner), inner), inner)
+        for condition in comp.ifs:
+            frame.eval(condition.test, inner)
+        comp = comp.inner_for_in
+    if type(expr) is cst.DictComp:
+        frame.eval(expr.key, inner)
+        produced = frame.eval(expr.value, inner)
+    else:
+        produced = frame.eval(expr.elt, inner)  # type: ignore[attr-defined]
+    state.released.update(inner.released)
+    return frozenset((frame.new_list(expr, produced, state),))
+
+
+def eval_named(frame: "Frame", expr: cst.NamedExpr, state: State) -> Vals:
+    vals = frame.eval(expr.value, state)
+    frame.bind(expr.target, vals, state)
+    return vals
+
+
+def eval_nothing(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+    """Literals, and lambdas (whose bodies are not interpreted)."""
+    return EMPTY
+
+
+def eval_await(frame: "Frame", expr: cst.Await, state: State) -> Vals:
+    return frame.eval(expr.expression, state)
+
+
+# Each takes (frame, the node of its type, state).
+EVAL: dict[type, Callable[..., Vals]] = {
+    cst.Name: eval_name,
+    cst.Attribute: eval_attribute,
+    cst.Call: eval_call,
+    cst.BinaryOperation: eval_binary,
+    cst.UnaryOperation: eval_unary,
+    cst.Comparison: eval_compare,
+    cst.BooleanOperation: eval_boolean,
+    cst.IfExp: eval_ifexp,
+    cst.Subscript: eval_subscript,
+    cst.Tuple: eval_sequence,
+    cst.List: eval_sequence,
+    cst.Set: eval_sequence,
+    cst.Dict: eval_dict,
+    cst.ListComp: eval_comprehension,
+    cst.SetComp: eval_comprehension,
+    cst.GeneratorExp: eval_comprehension,
+    cst.DictComp: eval_comprehension,
+    cst.NamedExpr: eval_named,
+    cst.Lambda: eval_nothing,
+    cst.Integer: eval_nothing,
+    cst.Float: eval_nothing,
+    cst.Imaginary: eval_nothing,
+    cst.SimpleString: eval_nothing,
+    cst.Ellipsis: eval_nothing,
+    cst.Await: eval_await,
+}

@@ -1,0 +1,288 @@
+"""One activation being interpreted: its scope, loops and call context, and
+the one name resolution every lookup goes through.
+
+The statement, expression and call semantics live in `statements`,
+`expressions` and `calls` as functions of a frame; a frame reports what it
+sees (work spent, loop sites, backward events, accumulations, inlined calls)
+through the narrow `Recorder` protocol, never to the driver's internals.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Protocol, Sequence
+
+import libcst as cst
+
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp.expressions import EVAL, eval_children
+from tapelint.analysis.interp.statements import exec_stmt
+from tapelint.analysis.model import (
+    OPAQUE,
+    SELF,
+    AbstractNode,
+    BackwardEvent,
+    Carried,
+    ListRef,
+    Loop,
+    ModuleRef,
+    Tracked,
+    TupleVal,
+    Value,
+)
+from tapelint.analysis.program import ClassInfo, Program
+from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.store import NodeStore
+from tapelint.ops import Saves
+
+
+class Recorder(Protocol):
+    """What the interpreter reports to whoever drives it."""
+
+    def spend(self) -> None:
+        """One statement interpreted; raises once the module's budget is spent."""
+
+    def loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None: ...
+
+    def backward(self, event: BackwardEvent, state: State) -> None:
+        """A backward walked `event.roots` in `state` (which it releases)."""
+
+    def accumulation(self, loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode,
+                     target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence,
+                     node: Optional[AbstractNode], no_grad: bool) -> None: ...
+
+    def enter_call(self, fn: cst.FunctionDef, shares_self: bool) -> bool:
+        """May `fn` be interpreted at a call site (the inlining budget)? Records that it was."""
+
+
+class Frame:
+    """One activation: a scope, its loops, its call context."""
+
+    def __init__(
+        self,
+        program: Program,
+        store: NodeStore,
+        recorder: Recorder,
+        scope: cst.CSTNode,
+        loops: tuple[Loop, ...],
+        context: tuple,
+        owner: Optional[ClassInfo],
+        fallback: tuple[dict[str, Vals], ...],
+        depth: int = 0,
+    ) -> None:
+        self.program = program
+        self.store = store
+        self.recorder = recorder
+        self.scope = scope
+        self.loops = loops
+        self.context = context
+        self.owner = owner
+        self.fallback = fallback  # enclosing environments: closure, caller, module
+        self.depth = depth
+        self.returns: list[Vals] = []
+        self.exits: list[State] = []  # the state at each `return`
+        # Per loop being run in this frame: the states at its `continue`s and `break`s.
+        self.loop_exits: list[tuple[list[State], list[State]]] = []
+        self.globals: set[str] = set()
+        self.is_module = isinstance(scope, cst.Module)
+
+    def callee(self, fn: cst.FunctionDef, call: cst.CSTNode, owner: Optional[ClassInfo],
+               fallback: tuple[dict[str, Vals], ...]) -> "Frame":
+        """The frame of `fn` called at `call` from this frame: the caller's loops and context."""
+        return Frame(self.program, self.store, self.recorder, fn, self.loops, self.context + (call, fn), owner,
+                     fallback, self.depth + 1)
+
+    # ------------------------------------------------------------ running
+
+    def exec_block(self, body: Sequence[cst.CSTNode], state: State) -> State:
+        spend = self.recorder.spend
+        for index, stmt in enumerate(body):
+            if state.ended:
+                break  # after `continue`, `break`, `return` or `raise`: unreachable
+            spend()
+            state = exec_stmt(self, stmt, state, body, index)
+        return state
+
+    def finish(self, state: State) -> State:
+        """The state when the activation ends: where its body ends, joined
+        with every `return`."""
+        for exit_state in self.exits:
+            state = State.join(state, exit_state)
+        return state
+
+    def eval(self, expr: cst.BaseExpression, state: State) -> Vals:
+        method = EVAL.get(type(expr))
+        if method is None:
+            return eval_children(self, expr, state)
+        return method(self, expr, state)
+
+    # ------------------------------------------------------------ names
+
+    def resolve(self, key: str, state: State) -> Optional[Vals]:
+        """What a name or attribute path (`x`, `self.h`, `cfg.lr`) is bound to
+        here, or None when nothing binds it: this scope's state first, then
+        the enclosing environments (closure, caller, module) innermost first,
+        then the object `self` is (what `__init__` left on it)."""
+        vals = state.env.get(key)
+        if vals is not None:
+            return vals
+        for env in self.fallback:
+            vals = env.get(key)
+            if vals is not None:
+                return vals
+        if self.owner is not None:
+            return self.owner.state.get(key)
+        return None
+
+    def lookup(self, key: str, state: State) -> Vals:
+        """`resolve`, with an unbound key unknown."""
+        vals = self.resolve(key, state)
+        return vals if vals is not None else frozenset((OPAQUE,))
+
+    def canonical(self, expr: cst.BaseExpression, name: Optional[str] = None) -> Optional[str]:
+        """The imported dotted name an expression refers to (`F.relu` ->
+        `torch.nn.functional.relu`); `name`, the expression's dotted name
+        when the caller has it."""
+        name = name or dotted_name(expr)
+        if name is None:
+            return None
+        head = name.split(".")[0]
+        if head in self.program.imports.aliases:
+            return self.program.imports.resolve(name)
+        return None
+
+    def target_key(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The state key an expression names: `x`, `self.h`, `d[]` for any `d[k]`."""
+        if type(expr) is cst.Name:
+            return expr.value
+        if type(expr) is cst.Attribute:
+            return dotted_name(expr)
+        if type(expr) is cst.Subscript:
+            base = self.target_key(expr.value)
+            return f"{base}[]" if base is not None else None
+        return None
+
+    # ------------------------------------------------------------ binding
+
+    def bind(self, target: cst.BaseExpression, vals: Vals, state: State) -> None:
+        if type(target) in (cst.Tuple, cst.List):
+            elements = list(target.elements)  # type: ignore[attr-defined]
+            tuples = [v for v in vals if isinstance(v, TupleVal) and len(v.items) == len(elements)]
+            rest = frozenset(v for v in vals if not isinstance(v, TupleVal))
+            spread = rest | frozenset(x for v in vals if isinstance(v, TupleVal) for item in v.items for x in item)
+            for i, element in enumerate(elements):
+                if type(element) is cst.StarredElement:
+                    self.bind(element.value, spread, state)
+                    continue
+                item_vals = rest | frozenset(x for t in tuples for x in t.items[i]) if tuples else spread
+                self.bind(element.value, item_vals, state)
+            return
+        if type(target) is cst.StarredElement:
+            self.bind(target.value, vals, state)
+            return
+        if type(target) is cst.Subscript:
+            self._bind_item(target, vals, state)
+            return
+        key = self.target_key(target)
+        if key is None:
+            self.eval(target, state)
+            return
+        for value in vals:
+            if isinstance(value, AbstractNode) and value.name is None and value is not OPAQUE:
+                value.name = key
+        state.env[key] = vals
+
+    def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
+        """`lst[i] = v` adds to the container; `t[i] = v` on a tensor is an index_put node."""
+        base_vals = self.eval(target.value, state)
+        lists = [v for v in base_vals if isinstance(v, ListRef)]
+        for lst in lists:
+            state.env[lst.key] = state.env.get(lst.key, EMPTY) | vals
+        tensors = self.graph_values(base_vals, state)
+        key = self.target_key(target)
+        if tensors and not lists and key is not None and type(target.value) in (cst.Name, cst.Attribute):
+            node = self.store.node(self, state, target, "index_put", tensors + self.graph_values(vals, state),
+                                   Saves.UNKNOWN)
+            self.bind(target.value, frozenset((node,)), state)
+        elif key is not None and not lists:
+            state.env[key] = state.env.get(key, EMPTY) | vals
+
+    def set_requires_grad(self, target: cst.Attribute, flag: Optional[bool], state: State) -> None:
+        """`x.requires_grad = True` makes `x` a tracked leaf, `= False` an
+        untracked one; a runtime flag leaves it unknown."""
+        base_key = self.target_key(target.value)
+        if base_key is None:
+            return
+        tracked = Tracked.UNKNOWN if flag is None else Tracked.YES if flag else Tracked.NO
+        leaf = self.store.node(self, state, target, "requires_grad", (), Saves.NOTHING, tracked, leaf=True)
+        state.env[base_key] = frozenset((leaf,))
+
+    def bind_parameters(self, fn: cst.FunctionDef, state: State, method: bool, args: Optional[list]) -> None:
+        params = list(fn.params.posonly_params) + list(fn.params.params)
+        start = 0
+        if method and params and not _decorated(fn, "staticmethod"):
+            state.env[params[0].name.value] = EMPTY if _decorated(fn, "classmethod") else frozenset((SELF,))
+            start = 1
+        positional = [a for a in (args or []) if a[0] is None]
+        keywords = {a[0]: a[1] for a in (args or []) if a[0] is not None}
+        for i, param in enumerate(params[start:]):
+            name = param.name.value
+            if name in keywords:
+                state.env[name] = keywords[name]
+            elif i < len(positional):
+                state.env[name] = positional[i][1]
+            else:
+                state.env[name] = frozenset((OPAQUE,))
+        for param in fn.params.kwonly_params:
+            name = param.name.value
+            state.env[name] = keywords.get(name, frozenset((OPAQUE,)))
+        for star in (fn.params.star_arg, fn.params.star_kwarg):
+            if type(star) is cst.Param:
+                state.env[star.name.value] = frozenset((OPAQUE,))
+
+    # ------------------------------------------------------------ values
+
+    def graph_values(self, vals: Iterable[Value], state: State) -> list:
+        """The graph nodes a value contributes as an operand: tensors, the
+        parameters of a module, the elements of tuples and lists."""
+        out: list = []
+        for value in vals:
+            if isinstance(value, (AbstractNode, Carried)):
+                out.append(value)
+            elif isinstance(value, TupleVal):
+                for item in value.items:
+                    out.extend(self.graph_values(item, state))
+            elif isinstance(value, ListRef):
+                out.extend(v for v in state.env.get(value.key, EMPTY) if isinstance(v, (AbstractNode, Carried)))
+            elif isinstance(value, ModuleRef):
+                out.append(self.store.parameter_leaf(value))
+        return out
+
+    def elements(self, vals: Vals, state: State) -> Vals:
+        """What iterating over a value yields."""
+        out: set = set()
+        for value in vals:
+            if isinstance(value, ListRef):
+                out |= state.env.get(value.key, EMPTY)
+            elif isinstance(value, TupleVal):
+                for item in value.items:
+                    out |= item
+            elif isinstance(value, (AbstractNode, Carried, ModuleRef)):
+                out.add(value)
+        return frozenset(out)
+
+    def new_list(self, site: cst.CSTNode, elements: Vals, state: State) -> ListRef:
+        """The container created at `site` here, now holding `elements`."""
+        lst = self.store.new_list(site, self)
+        state.env[lst.key] = elements
+        return lst
+
+    def user_class(self, module: ModuleRef) -> Optional[ClassInfo]:
+        """The class of this module an `nn.Module` instance was made from."""
+        if module.user_class is None:
+            return None
+        info = self.program.classes.get(module.user_class.name.value)
+        return info if info is not None and info.node is module.user_class else None
+
+
+def _decorated(fn: cst.FunctionDef, name: str) -> bool:
+    return any(dotted_name(d.decorator) == name for d in fn.decorators)

@@ -1,0 +1,421 @@
+"""Statements and control flow: branches copy the state and join it, loops
+iterate their body to a fixed point (what reaches the head again is
+carried), `continue`/`break`/`return`/`raise` end their path (its state
+goes to the loop's head, after the loop, to the caller, nowhere),
+`with torch.no_grad()` switches tracking off, and assignments bind.
+Dispatch is by exact node type."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
+import libcst as cst
+
+from tapelint import ops
+from tapelint.analysis import state as lattice
+from tapelint.analysis import torch_api
+from tapelint.analysis.model import AbstractNode, ClassRef, ListRef, Loop, ModuleRef
+from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import walk_statements
+from tapelint.analysis.torch_api import literal_bool
+
+if TYPE_CHECKING:
+    from tapelint.analysis.interp.frame import Frame
+
+MAX_PASSES = 4  # loop fixed-point iterations; the lattice is shallow
+
+_AUG_SYMBOLS = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
+    cst.FloorDivideAssign: "//", cst.ModuloAssign: "%", cst.PowerAssign: "**",
+    cst.MatrixMultiplyAssign: "@",
+}
+
+
+def exec_stmt(frame: "Frame", stmt: cst.CSTNode, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    if type(stmt) is cst.SimpleStatementLine:
+        for small in stmt.body:
+            handler = _SMALL.get(type(small))
+            if handler is not None:
+                handler(frame, small, state)
+                if state.ended:
+                    break
+        return state
+    compound = _COMPOUND.get(type(stmt))
+    if compound is None:
+        return state
+    return compound(frame, stmt, state, block, index)
+
+
+# --------------------------------------------------------------- control flow
+
+
+def _exec_if(frame: "Frame", stmt: cst.If, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    frame.eval(stmt.test, state)
+    then, other = state.copy(), state.copy()
+    _refine_none_test(frame, stmt.test, then, other)
+    then = frame.exec_block(stmt.body.body, then)
+    if stmt.orelse is None:
+        pass
+    elif type(stmt.orelse) is cst.If:
+        other = _exec_if(frame, stmt.orelse, other, block, index)
+    else:
+        other = frame.exec_block(stmt.orelse.body.body, other)
+    return State.join(then, other)
+
+
+def _refine_none_test(frame: "Frame", test: cst.BaseExpression, then: State, other: State) -> None:
+    """`if h is None:` / `if h is not None:` — on the branch where the
+    value is None it holds no graph (the first iteration of a carried
+    hidden state)."""
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+        return
+    comparison = test.comparisons[0]
+    if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
+        return
+    key = frame.target_key(test.left)
+    if key is None:
+        return
+    if type(comparison.operator) is cst.Is:
+        then.env[key] = EMPTY
+    elif type(comparison.operator) is cst.IsNot:
+        other.env[key] = EMPTY
+
+
+def _exec_for(frame: "Frame", stmt: cst.For, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    iterable = frame.eval(stmt.iter, state)
+    elements = frame.elements(iterable, state)
+    _freeze_parameters_loop(frame, stmt, state)
+    loop = Loop(stmt, label="for")
+    frame.recorder.loop_site(loop, block, index)
+
+    def bind(s: State) -> State:
+        frame.bind(stmt.target, elements, s)
+        return s
+
+    state = run_loop(frame, loop, bind, stmt.body.body, state)
+    if stmt.orelse is not None:
+        state = frame.exec_block(stmt.orelse.body.body, state)
+    return state
+
+
+def _exec_while(frame: "Frame", stmt: cst.While, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    loop = Loop(stmt, label="while")
+    frame.recorder.loop_site(loop, block, index)
+
+    def bind(s: State) -> State:
+        frame.eval(stmt.test, s)
+        return s
+
+    state = run_loop(frame, loop, bind, stmt.body.body, state)
+    if stmt.orelse is not None:
+        state = frame.exec_block(stmt.orelse.body.body, state)
+    return state
+
+
+def run_loop(frame: "Frame", loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
+             state: State) -> State:
+    """Iterate the body to a fixed point. What reaches the head again is
+    carried: this iteration's nodes become `Carried` stand-ins, and so do
+    the released regions, which are then "released by an earlier
+    iteration"."""
+    outer = frame.loops
+    frame.loops = outer + (loop,)
+    store = frame.store
+    entry = state.copy()
+    head = entry.copy()
+    last = head
+    breaks: list[State] = []
+    frame.loop_exits.append(([], breaks))
+    try:
+        for _ in range(MAX_PASSES):
+            before = store.changes
+            continues: list[State] = []
+            breaks = []
+            frame.loop_exits[-1] = (continues, breaks)
+            returned = len(frame.exits)
+            end = frame.exec_block(body, bind(head.copy()))
+            if loop.implicit:  # a step function's `return` ends this call; the next call follows
+                continues.extend(frame.exits[returned:])
+                del frame.exits[returned:]
+            for other in continues:
+                end = State.join(end, other)
+            last = end
+            new_head = State.join(entry, lattice.carry(end, loop, store.carry))
+            if new_head.same(head) and store.changes == before:
+                break
+            head = new_head
+    finally:
+        frame.loop_exits.pop()
+        frame.loops = outer
+    result = State.join(entry, last)
+    for other in breaks:
+        result = State.join(result, other)
+    return result
+
+
+def _exec_with(frame: "Frame", stmt: cst.With, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    no_grad = state.no_grad
+    for item in stmt.items:
+        expr = item.item
+        func = expr.func if type(expr) is cst.Call else expr
+        name = frame.canonical(func)
+        if name in torch_api.NO_GRAD_CONTEXTS:
+            no_grad = True
+            continue
+        if name in torch_api.GRAD_CONTEXTS:
+            no_grad = False
+            continue
+        if name in torch_api.SET_GRAD and type(expr) is cst.Call and expr.args:
+            flag = literal_bool(expr.args[0].value)
+            if flag is not None:
+                no_grad = not flag
+            continue
+        vals = frame.eval(expr, state)
+        if item.asname is not None:
+            frame.bind(item.asname.name, vals, state)  # type: ignore[arg-type]
+    saved = state.no_grad
+    state.no_grad = no_grad
+    state = frame.exec_block(stmt.body.body, state)
+    state.no_grad = saved
+    return state
+
+
+def _exec_try(frame: "Frame", stmt: cst.Try, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    body_end = frame.exec_block(stmt.body.body, state.copy())
+    if stmt.orelse is not None:
+        body_end = frame.exec_block(stmt.orelse.body.body, body_end)
+    result = body_end
+    # A handler may start anywhere in the body, even after a path that ended there.
+    reached = replace(body_end, ended=False)
+    for handler in stmt.handlers:
+        start = State.join(state, reached)
+        if handler.name is not None:
+            start.env.pop(handler.name.name.value if type(handler.name.name) is cst.Name else "", None)
+        result = State.join(result, frame.exec_block(handler.body.body, start))
+    if stmt.finalbody is not None:
+        result = frame.exec_block(stmt.finalbody.body.body, result)
+    return result
+
+
+def _exec_match(frame: "Frame", stmt: cst.Match, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    frame.eval(stmt.subject, state)
+    ends = [frame.exec_block(case.body.body, state.copy()) for case in stmt.cases]
+    result = state
+    for end in ends:
+        result = State.join(result, end)
+    return result
+
+
+def _exec_def(frame: "Frame", stmt: cst.FunctionDef, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    ref = frame.store.function_ref(stmt, frame.context, frame.loops)
+    if not frame.is_module:
+        ref.closure = state.env  # a closure sees its defining scope, later bindings included
+    state.env[stmt.name.value] = frozenset((ref,))
+    return state
+
+
+def _exec_class(frame: "Frame", stmt: cst.ClassDef, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    info = frame.program.classes.get(stmt.name.value)
+    is_module = info.is_module if info else False
+    parametric = info.parametric if info else False
+    state.env[stmt.name.value] = frozenset((ClassRef(stmt, is_module, parametric),))
+    return state
+
+
+# --------------------------------------------------------------- small statements
+
+
+def _exec_assign(frame: "Frame", small: cst.Assign, state: State) -> None:
+    vals = frame.eval(small.value, state)
+    for target in small.targets:
+        if type(target.target) is cst.Attribute and target.target.attr.value == "requires_grad":
+            frame.set_requires_grad(target.target, literal_bool(small.value), state)
+        else:
+            frame.bind(target.target, vals, state)
+    _note_assign_accumulation(frame, small, state)
+
+
+def _exec_annassign(frame: "Frame", small: cst.AnnAssign, state: State) -> None:
+    if small.value is not None:
+        frame.bind(small.target, frame.eval(small.value, state), state)
+
+
+def _exec_expr(frame: "Frame", small: cst.Expr, state: State) -> None:
+    frame.eval(small.value, state)
+
+
+def _exec_return(frame: "Frame", small: cst.Return, state: State) -> None:
+    if small.value is not None:
+        frame.returns.append(frame.eval(small.value, state))
+    frame.exits.append(state.copy())
+    state.ended = True
+
+
+def _exec_continue(frame: "Frame", small: cst.Continue, state: State) -> None:
+    """The path goes back to the loop's head (with the state it has here)."""
+    if frame.loop_exits:
+        frame.loop_exits[-1][0].append(state.copy())
+    state.ended = True
+
+
+def _exec_break(frame: "Frame", small: cst.Break, state: State) -> None:
+    """The path leaves the loop (with the state it has here)."""
+    if frame.loop_exits:
+        frame.loop_exits[-1][1].append(state.copy())
+    state.ended = True
+
+
+def _exec_global(frame: "Frame", small: cst.Global, state: State) -> None:
+    frame.globals.update(n.name.value for n in small.names)
+
+
+def _exec_del(frame: "Frame", small: cst.Del, state: State) -> None:
+    _delete(frame, small.target, state)
+
+
+def _delete(frame: "Frame", target: cst.BaseExpression, state: State) -> None:
+    if type(target) in (cst.Tuple, cst.List):
+        for element in target.elements:  # type: ignore[attr-defined]
+            _delete(frame, element.value, state)
+        return
+    key = frame.target_key(target)
+    if key is not None:
+        state.env.pop(key, None)
+
+
+def _exec_assert(frame: "Frame", small: cst.Assert, state: State) -> None:
+    frame.eval(small.test, state)
+
+
+def _exec_raise(frame: "Frame", small: cst.Raise, state: State) -> None:
+    if small.exc is not None:
+        frame.eval(small.exc, state)
+    state.ended = True
+
+
+def _exec_augassign(frame: "Frame", stmt: cst.AugAssign, state: State) -> None:
+    prior = frame.eval(stmt.target, state)
+    added = frame.eval(stmt.value, state)
+    symbol = _AUG_SYMBOLS.get(type(stmt.operator))
+    lists = [v for v in prior if isinstance(v, ListRef)]
+    if lists and symbol == "+":
+        elements = frame.elements(added, state)
+        for lst in lists:
+            state.env[lst.key] = state.env.get(lst.key, EMPTY) | elements
+        _note_accumulation(frame, stmt, stmt.target, lists, elements, None, state)
+        return
+    parents = frame.graph_values(prior, state) + frame.graph_values(added, state)
+    if not parents:
+        frame.bind(stmt.target, EMPTY, state)
+        return
+    node = frame.store.node(frame, state, stmt, symbol or "op", parents, ops.operator_saves(symbol or "?"))
+    frame.bind(stmt.target, frozenset((node,)), state)
+    if symbol in ("+", "-"):
+        _note_accumulation(frame, stmt, stmt.target, [], added, node, state)
+
+
+def _note_assign_accumulation(frame: "Frame", stmt: cst.Assign, state: State) -> None:
+    """`total = total + x` (either order): the same accumulation as `+=`."""
+    value = stmt.value
+    if len(stmt.targets) != 1 or not type(value) is cst.BinaryOperation:
+        return
+    if not type(value.operator) in (cst.Add, cst.Subtract):
+        return
+    target = stmt.targets[0].target
+    key = frame.target_key(target)
+    if key is None:
+        return
+    left, right = frame.target_key(value.left), frame.target_key(value.right)
+    if key not in (left, right):
+        return
+    other = value.right if left == key else value.left
+    node = frame.store.existing(value, frame)
+    if node is not None:
+        _note_accumulation(frame, stmt, target, [], _eval_quiet(frame, other, state), node, state)
+
+
+def _eval_quiet(frame: "Frame", expr: cst.BaseExpression, state: State) -> Vals:
+    """Re-read an operand already evaluated, without evaluating it again."""
+    key = frame.target_key(expr)
+    if key is not None:
+        return frame.lookup(key, state)
+    node = frame.store.existing(expr, frame)
+    return frozenset((node,)) if node is not None else EMPTY
+
+
+def _note_accumulation(frame: "Frame", statement: cst.CSTNode, target: cst.BaseExpression,
+                       lists: Sequence[ListRef], added: Vals, node: Optional[AbstractNode], state: State) -> None:
+    frame.recorder.accumulation(frame.loops, frame.context, statement, target, lists,
+                                frame.graph_values(added, state), node, state.no_grad)
+
+
+def note_accumulation(frame: "Frame", statement: cst.CSTNode, target: cst.BaseExpression,
+                      lists: Sequence[ListRef], added: Vals, state: State) -> None:
+    """`lst.append(v)` and friends: an accumulation into a container."""
+    _note_accumulation(frame, statement, target, lists, added, None, state)
+
+
+def _freeze_parameters_loop(frame: "Frame", stmt: cst.For, state: State) -> None:
+    """`for p in model.parameters(): p.requires_grad = False` freezes `model`."""
+    it = stmt.iter
+    if not (type(it) is cst.Call and type(it.func) is cst.Attribute):
+        return
+    if it.func.attr.value not in torch_api.PARAMETER_METHODS or not type(stmt.target) in (cst.Name, cst.Tuple):
+        return
+    if not _switches_off_gradients(stmt.body.body):
+        return
+    key = frame.target_key(it.func.value)
+    if key is None:
+        return
+    vals = frame.lookup(key, state)
+    state.env[key] = frozenset(replace(v, frozen=True) if isinstance(v, ModuleRef) else v for v in vals)
+
+
+def _switches_off_gradients(body: Sequence[cst.CSTNode]) -> bool:
+    """Does a statement of `body` switch a tensor off: `x.requires_grad = False`
+    or `x.requires_grad_(False)`?"""
+    for stmt in walk_statements(body):
+        if type(stmt) is cst.Assign:
+            if literal_bool(stmt.value) is False and any(
+                type(t.target) is cst.Attribute and t.target.attr.value == "requires_grad" for t in stmt.targets
+            ):
+                return True
+        elif type(stmt) is cst.Expr and type(stmt.value) is cst.Call:
+            call = stmt.value
+            if (type(call.func) is cst.Attribute and call.func.attr.value == "requires_grad_" and call.args
+                    and literal_bool(call.args[0].value) is False):
+                return True
+    return False
+
+
+def has_loop(fn: cst.FunctionDef) -> bool:
+    return any(type(stmt) in (cst.For, cst.While) for stmt in walk_statements(fn.body.body, False))
+
+
+_COMPOUND: dict[type, Callable] = {
+    cst.If: _exec_if,
+    cst.For: _exec_for,
+    cst.While: _exec_while,
+    cst.With: _exec_with,
+    cst.Try: _exec_try,
+    cst.FunctionDef: _exec_def,
+    cst.ClassDef: _exec_class,
+    cst.Match: _exec_match,
+}
+if hasattr(cst, "TryStar"):
+    _COMPOUND[cst.TryStar] = _exec_try
+_SMALL: dict[type, Callable] = {
+    cst.Assign: _exec_assign,
+    cst.AnnAssign: _exec_annassign,
+    cst.AugAssign: _exec_augassign,
+    cst.Expr: _exec_expr,
+    cst.Return: _exec_return,
+    cst.Global: _exec_global,
+    cst.Nonlocal: _exec_global,
+    cst.Del: _exec_del,
+    cst.Assert: _exec_assert,
+    cst.Raise: _exec_raise,
+    cst.Continue: _exec_continue,
+    cst.Break: _exec_break,
+}

@@ -1,0 +1,108 @@
+"""Calls into torch: `torch.*` functions, tensor methods, and the calls that
+walk a graph (backward events). What each name means comes from
+`torch_api` and the op table (`tapelint.ops`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from tapelint import ops
+from tapelint.analysis import torch_api
+from tapelint.analysis.model import OPAQUE, ModuleRef, Retains, Tracked
+from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import keyword_value
+from tapelint.analysis.torch_api import literal_bool
+from tapelint.ops import Saves
+from tapelint.literals import call_arguments
+
+if TYPE_CHECKING:
+    from tapelint.analysis.interp.frame import Frame
+
+
+def torch_call(frame: "Frame", call: cst.Call, name: str, args: list, state: State) -> Vals:
+    """A call of `torch.<name>` (canonical name)."""
+    last = name.rsplit(".", 1)[-1]
+    store = frame.store
+    if name in torch_api.AUTOGRAD_WALKS:
+        roots = args[0][1] if args else EMPTY
+        backward(frame, call, roots, state, name + "(...)", positional_offset=3 if last == "grad" else 2,
+                 is_grad=last == "grad")
+        return frozenset((OPAQUE,)) if last == "grad" else EMPTY
+    if name in torch_api.SET_GRAD and args:
+        flag = literal_bool(call.args[0].value)
+        if flag is not None:
+            state.no_grad = not flag
+        return EMPTY
+    if name in torch_api.PARAMETER_CLASSES:
+        flag = literal_bool(keyword_value(call, "requires_grad"))
+        tracked = Tracked.NO if flag is False else Tracked.YES
+        return frozenset((store.node(frame, state, call, "Parameter", (), Saves.NOTHING, tracked, leaf=True),))
+    if name.startswith("torch.nn.") and last[:1].isupper() and not name.startswith("torch.nn.functional"):
+        saves = ops.module_saves(last, call_arguments(call))
+        return frozenset((ModuleRef(last, last in ops.PARAMETRIC_MODULES, saves,
+                                    recurrent=last in ops.RECURRENT_MODULES),))
+    if last in torch_api.FACTORIES:
+        requires = keyword_value(call, "requires_grad")
+        flag = literal_bool(requires)
+        tracked = Tracked.YES if flag else Tracked.NO if requires is None or flag is False else Tracked.UNKNOWN
+        return frozenset((store.node(frame, state, call, last, (), Saves.NOTHING, tracked, leaf=True),))
+    if name.startswith(torch_api.GRAPHLESS_NAMESPACES) or last in ops.UNTRACKING:
+        return EMPTY
+    parents = [p for _, v in args for p in frame.graph_values(v, state)]
+    if not parents:
+        return EMPTY
+    return frozenset((store.node(frame, state, call, last, parents, ops.function_saves(last)),))
+
+
+def tensor_method(frame: "Frame", call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
+                  state: State) -> Vals:
+    """`t.<method>(...)` on tensors known to the analysis."""
+    if method in ops.UNTRACKING:
+        return EMPTY
+    if method == "requires_grad_":
+        flag = literal_bool(call.args[0].value) if call.args else True
+        if flag is False:
+            return EMPTY
+        tracked = Tracked.YES if flag else Tracked.UNKNOWN
+        leaf = frame.store.node(frame, state, call, "requires_grad_", (), Saves.NOTHING, tracked, leaf=True)
+        key = frame.target_key(func.value)
+        if key is not None:
+            state.env[key] = frozenset((leaf,))
+        return frozenset((leaf,))
+    if method in torch_api.TENSOR_SELF_METHODS:
+        return frozenset(tensors)
+    parents = list(tensors) + [p for _, v in args for p in frame.graph_values(v, state)]
+    node = frame.store.node(frame, state, call, method, parents, ops.function_saves(method))
+    if method.endswith("_") and not method.endswith("__"):
+        key = frame.target_key(func.value)
+        if key is not None:
+            state.env[key] = frozenset((node,))
+    return frozenset((node,))
+
+
+def backward(frame: "Frame", call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
+             is_grad: bool = False) -> None:
+    """A call that walks the graph of `roots`: whether it retains decides what
+    it releases (`retain_graph`/`create_graph`, by keyword or by position)."""
+    retain = keyword_value(call, "retain_graph")
+    create = keyword_value(call, "create_graph")
+    if positional_offset is not None:
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if retain is None and len(positional) > positional_offset:
+            retain = positional[positional_offset]
+        if create is None and len(positional) > positional_offset + 1:
+            create = positional[positional_offset + 1]
+    creates = literal_bool(create) is True
+    if creates or literal_bool(retain) is True:
+        retains = Retains.YES
+    elif (retain is not None and literal_bool(retain) is None) or (create is not None and literal_bool(create) is None):
+        retains = Retains.UNKNOWN
+    elif keyword_value(call, "inputs") is not None:
+        retains = Retains.UNKNOWN  # a partial walk frees only part of the graph
+    else:
+        retains = Retains.NO
+    graph_roots = [v for v in frame.graph_values(frame.elements(roots, state) | roots, state) if v is not OPAQUE]
+    event = frame.store.event(call, frame, graph_roots, retains, frame.scope, api, is_grad, creates)
+    frame.recorder.backward(event, state)

@@ -1,0 +1,205 @@
+"""The node store: every abstract node, container, function reference,
+carried stand-in and backward event of one module, memoised by where it is
+created (site, call context, loops), so each loop pass sees the same object
+and only adds to it — which is how the loop fixed point is detected.
+
+`StoreView` is the read-only face the hazard classifiers get.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Protocol, Sequence
+
+import libcst as cst
+
+from tapelint.analysis.model import (
+    AbstractNode,
+    BackwardEvent,
+    Carried,
+    FunctionRef,
+    ListRef,
+    Loop,
+    ModuleRef,
+    Retains,
+    Tracked,
+    TupleVal,
+    Value,
+    tuple_of,
+)
+from tapelint.analysis.state import State
+from tapelint.ops import Saves
+
+
+class Placement(Protocol):
+    """Where something is created: the chain of inlined calls and the loops around it."""
+
+    context: tuple
+    loops: tuple[Loop, ...]
+
+
+class StoreView(Protocol):
+    """What the hazard classifiers read of the store."""
+
+    @property
+    def events(self) -> Mapping[tuple, BackwardEvent]: ...
+
+    def is_tracked(self, node: AbstractNode) -> bool: ...
+
+    def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]: ...
+
+    def display_name(self, node: AbstractNode) -> str: ...
+
+
+class NodeStore:
+    """Owns the abstract graph of one module."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.nodes: dict[tuple, AbstractNode] = {}
+        self.lists: dict[tuple, ListRef] = {}
+        self.function_refs: dict[tuple, FunctionRef] = {}
+        self.carried: dict[tuple, Carried] = {}
+        self.events: dict[tuple, BackwardEvent] = {}
+        self.proven: set[int] = set()  # ids of nodes a backward proved tracked
+        self.changes = 0  # grows whenever the graph does: the loop fixed point's test
+        self.order = 0
+
+    def node(
+        self,
+        where: Placement,
+        state: State,
+        site: cst.CSTNode,
+        op: str,
+        parents: Sequence,
+        saves: Saves,
+        tracked: Optional[Tracked] = None,
+        leaf: bool = False,
+    ) -> AbstractNode:
+        """The abstract node for `site` at `where` (memoised, so every loop
+        pass sees the same node and only adds to it)."""
+        if state.no_grad:
+            parents, tracked = (), Tracked.NO
+        graph_parents = [p for p in parents if isinstance(p, (AbstractNode, Carried))]
+        if tracked is None:
+            tracked = Tracked.union([p.tracked for p in graph_parents]) if graph_parents else Tracked.NO
+        key = (site, where.context, where.loops)
+        existing = self.nodes.get(key)
+        if existing is None:
+            node = AbstractNode(site, where.loops, tracked, leaf, saves, op, list(dict.fromkeys(graph_parents)),
+                                context=where.context)
+            self.nodes[key] = node
+            self.changes += 1
+            return node
+        for parent in graph_parents:
+            if not any(parent is p for p in existing.parents):
+                existing.parents.append(parent)
+                self.changes += 1
+        joined = Tracked.union([existing.tracked, tracked])
+        if joined is not existing.tracked:
+            existing.tracked = joined
+            self.changes += 1
+        return existing
+
+    def existing(self, site: cst.CSTNode, where: Placement) -> Optional[AbstractNode]:
+        """The node already created for `site` at `where`, if any."""
+        return self.nodes.get((site, where.context, where.loops))
+
+    def new_list(self, site: cst.CSTNode, where: Placement) -> ListRef:
+        key = (site, where.context, where.loops)
+        lst = self.lists.get(key)
+        if lst is None:
+            lst = self.lists[key] = ListRef(site, where.loops)
+        return lst
+
+    def function_ref(self, fn: cst.FunctionDef, context: tuple, loops: tuple[Loop, ...]) -> FunctionRef:
+        key = (fn, context, loops)
+        ref = self.function_refs.get(key)
+        if ref is None:
+            ref = self.function_refs[key] = FunctionRef(fn)
+        return ref
+
+    def parameter_leaf(self, module: ModuleRef) -> AbstractNode:
+        """The parameters of a module, as one leaf per class and trackedness."""
+        tracked = Tracked.YES if module.parametric and not module.frozen else Tracked.NO
+        key = ("<parameters>", module.class_name, tracked)
+        node = self.nodes.get(key)
+        if node is None:
+            node = AbstractNode(self.module, (), tracked, True, Saves.NOTHING, "parameter")
+            self.nodes[key] = node
+        return node
+
+    def event(self, call: cst.Call, where: Placement, roots: list[AbstractNode], retains: Retains,
+              scope: cst.CSTNode, api: str, is_grad: bool, creates: bool) -> BackwardEvent:
+        """The backward event of `call` at `where` (memoised; a later pass adds roots)."""
+        key = (call, where.context, where.loops)
+        event = self.events.get(key)
+        if event is None:
+            self.order += 1
+            event = BackwardEvent(call, roots, retains, where.loops, self.order, scope, api, is_grad, creates,
+                                  where.context)
+            self.events[key] = event
+        else:
+            for root in roots:
+                if not any(root is r for r in event.roots):
+                    event.roots.append(root)
+        return event
+
+    def carry(self, value: Value, loop: Loop) -> Value:
+        """`value` as seen from the next iteration of `loop`."""
+        if isinstance(value, AbstractNode) and loop in value.loops:
+            key = (id(value), loop)
+            stand_in = self.carried.get(key)
+            if stand_in is None:
+                stand_in = self.carried[key] = Carried(value, loop)
+            return stand_in
+        if isinstance(value, TupleVal):
+            return tuple_of(frozenset(self.carry(v, loop) for v in item) for item in value.items)
+        return value
+
+    def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]:
+        return self.carried.get((id(node), loop))
+
+    def prove(self, event: BackwardEvent) -> None:
+        """A backward proves its roots tracked."""
+        for root in event.roots:
+            node = root.node if isinstance(root, Carried) else root
+            if not node.leaf:
+                self.proven.add(id(node))
+
+    def is_tracked(self, node: AbstractNode) -> bool:
+        """Known to carry a graph: tracked by construction, or derived from a
+        value that a backward walked (a backward proves its root tracked)."""
+        if node.tracked is Tracked.YES:
+            return True
+        if node.tracked is Tracked.NO:
+            return False
+        seen: set[int] = set()
+        stack: list = [node]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, Carried):
+                value = value.node
+            if id(value) in seen or value.tracked is Tracked.NO:
+                continue
+            if id(value) in self.proven:
+                return True
+            seen.add(id(value))
+            stack.extend(value.parents)
+        return False
+
+    def display_name(self, node: AbstractNode) -> str:
+        """The user's name for a node, or its abbreviated source."""
+        if node.name:
+            return node.name
+        text = self.module.code_for_node(node.site).strip()
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def release(self) -> None:
+        """Break the abstract graph's cycles (loop back edges, closures that
+        hold the state they were made in) once the hazards are known, so the
+        syntax tree they point into is freed as soon as its file is done,
+        by reference counting, not at the next full collection."""
+        for node in self.nodes.values():
+            node.parents.clear()
+        for ref in self.function_refs.values():
+            ref.closure = None

@@ -1,0 +1,126 @@
+"""What torch, nn, optim, Lightning and Accelerate calls mean: the one
+vocabulary that detection (the interpreter, TL003's classifier) and the fixes
+consult, so the two can never disagree about a name.
+
+Names here are canonical dotted names (`torch.no_grad`) where the analysis
+resolves imports, and last components (`print`, `sum`) where a call is judged
+by what it is called.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+# Tensor constructors: leaves, tracked only with a literal `requires_grad=True`.
+FACTORIES = frozenset(
+    (
+        "tensor", "as_tensor", "from_numpy", "randn", "rand", "randint", "randperm", "zeros",
+        "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "normal",
+        "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+        "randint_like", "Tensor", "FloatTensor", "LongTensor", "scalar_tensor", "tril_indices",
+    )
+)
+# Constructors whose result keeps the shape asked for: a carried state built by
+# one of them is one tensor (TL005's detach edit).
+SHAPED_FACTORIES = frozenset(
+    "zeros ones randn rand empty full tensor zeros_like ones_like randn_like rand_like empty_like full_like".split()
+)
+NO_GRAD_CONTEXTS = frozenset(
+    ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
+     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode")
+)
+GRAD_CONTEXTS = frozenset(("torch.enable_grad", "torch.autograd.enable_grad"))
+SET_GRAD = frozenset(("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"))
+AUTOGRAD_WALKS = frozenset(("torch.autograd.grad", "torch.autograd.backward"))
+PARAMETER_CLASSES = frozenset(("torch.nn.Parameter", "torch.nn.parameter.Parameter"))
+MODULE_BASES = frozenset(
+    ("torch.nn.Module", "torch.nn.modules.module.Module", "pytorch_lightning.LightningModule",
+     "lightning.LightningModule", "lightning.pytorch.LightningModule")
+)
+# Namespaces whose calls never build graph (optimizers, data, devices, tooling).
+GRAPHLESS_NAMESPACES = ("torch.optim", "torch.utils", "torch.cuda", "torch.distributed", "torch.backends",
+                        "torch.jit", "torch.onnx", "torch.hub")
+# Receivers whose `.backward(loss)` backwards its argument (Accelerate, Fabric, DeepSpeed...).
+BACKWARD_RUNNERS = frozenset(
+    ("accelerator", "fabric", "trainer", "model_engine", "engine", "booster", "strategy", "deepspeed_engine")
+)
+# Methods of an nn.Module that return the module itself.
+MODULE_IDENTITY_METHODS = frozenset(
+    ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type", "share_memory")
+)
+PARAMETER_METHODS = frozenset(("parameters", "named_parameters", "buffers", "named_buffers"))
+# Tensor methods that return (or act on) the tensor itself, not a new graph node.
+TENSOR_SELF_METHODS = frozenset(
+    ("retain_grad", "register_hook", "zero_", "fill_", "normal_", "uniform_", "copy_", "requires_grad")
+)
+# `optimizer.step()` / `zero_grad()`: a retained graph is not what the next backward relies on.
+BARRIER_METHODS = frozenset(("step", "zero_grad"))
+# Recurrent layers by the shape of their state: one tensor, or an (h, c) tuple.
+TENSOR_STATE_MODULES = frozenset({"RNN", "GRU", "RNNCell", "GRUCell"})
+TUPLE_STATE_MODULES = frozenset({"LSTM", "LSTMCell"})
+
+# Python builtins and container methods, as the interpreter models them.
+BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+PASS_THROUGH_BUILTINS = frozenset(
+    ("list", "tuple", "sorted", "reversed", "iter", "next", "zip", "enumerate", "dict", "set", "filter", "map")
+)
+LIST_ADDERS = frozenset(("append", "extend", "insert", "add", "update", "setdefault", "appendleft"))
+LIST_GETTERS = frozenset(("pop", "get", "popleft", "values", "items", "copy"))
+
+
+# --- what a use of a value does with it (TL003: detection and fix safety) -------
+
+# Calls that only show their arguments: printing, logging, loggers, progress bars.
+REPORTING_CALLS = frozenset(
+    (
+        "print", "log", "info", "debug", "warning", "warn", "error", "critical", "exception",
+        "add_scalar", "add_scalars", "log_metrics", "log_dict", "set_postfix", "set_description", "write",
+        "pprint", "echo", "secho",
+    )
+)
+# Functions of a number that return a number or its text.
+NUMBER_CALLS = frozenset(("float", "int", "round", "abs", "str", "repr", "format", "bool"))
+# Functions of a list of numbers that return a number.
+REDUCING_CALLS = frozenset(("sum", "min", "max", "mean", "fmean", "median", "len"))
+# Tensor methods that read a tensor's value out as Python data.
+TENSOR_READS = frozenset(("item", "tolist"))
+# Attributes whose use leaves the graph behind (read out, detached, moved to host).
+UNGRAPHING_READS = frozenset(("item", "tolist", "numpy", "detach", "cpu"))
+
+# --- what looks like a loss ------------------------------------------------------
+
+LOSS_FUNCTIONS = frozenset(
+    ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+     "binary_cross_entropy_with_logits", "kl_div")
+)
+# Ops whose result TL003 takes for a loss or metric in an evaluation loop.
+LOSS_OPS = LOSS_FUNCTIONS | {"sum", "mean"}
+LOSS_WORDS = ("loss", "crit", "acc", "metric", "err", "cost", "nll", "score")
+
+
+def callee_name(call: cst.Call) -> str:
+    """The last component of what is called: `log.info(...)` -> "info"."""
+    func = call.func
+    if type(func) is cst.Name:
+        return func.value
+    if type(func) is cst.Attribute:
+        return func.attr.value
+    return ""
+
+
+def only_reports(call: cst.Call) -> bool:
+    """Does this call only show its arguments (print, logging, a logger, a
+    progress bar)? TL003's detection (a total only reported after its loop)
+    and its fix safety (`.item()` is then as good as the tensor) both ask."""
+    return callee_name(call) in REPORTING_CALLS
+
+
+def literal_bool(expr: Optional[cst.BaseExpression]) -> Optional[bool]:
+    """`True`/`False`/an integer literal as a flag; None when not a literal."""
+    if type(expr) is cst.Name and expr.value in ("True", "False"):
+        return expr.value == "True"
+    if type(expr) is cst.Integer:
+        return expr.value not in ("0",)
+    return None

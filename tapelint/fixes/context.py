@@ -1,0 +1,36 @@
+"""What an edit builder reads of the file it edits: the module, positions
+(computed lazily, only for the nodes an edit names), its lines, and the
+module's names (`analysis.names`), indexed once per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+import libcst as cst
+
+from tapelint.analysis.names import ModuleNames
+from tapelint.diagnostics import Range, split_lines
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    module: cst.Module
+    range_of: Callable[[cst.CSTNode], Range]
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        return self.range_of(node).start.line
+
+    def code_of(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node).strip()
+
+    # Built once per file and only when a fix needs them; they die with the
+    # context, so no syntax tree outlives its file.
+    @cached_property
+    def names(self) -> ModuleNames:
+        return ModuleNames(self.module)
+
+    @cached_property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(split_lines(self.module.code))

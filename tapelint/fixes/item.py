@@ -1,0 +1,169 @@
+"""Accumulate a number (or a graph-free tensor) instead of the tracked value
+(TL003): `.item()` or `.detach()` on what is added, each safe only when
+every other use of the total allows it."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Optional
+
+import libcst as cst
+
+from tapelint.analysis.findings import AccumulationHazard
+from tapelint.analysis.torch_api import LOSS_FUNCTIONS, NUMBER_CALLS, REDUCING_CALLS, TENSOR_READS, callee_name, only_reports
+from tapelint.diagnostics import Edit, Fix, FixKind, Safety
+from tapelint.fixes.context import SourceContext
+from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text
+
+
+class TotalUse(str, Enum):
+    """What the code does with a running total besides accumulating into it."""
+
+    NUMERIC = "numeric"  # reported or used in arithmetic: a float works as well as a tensor
+    TENSOR = "tensor"  # read as a tensor (`total.item()`), never backwarded
+    OTHER = "other"  # anything else: returned, stored, iterated, passed on
+
+
+def accumulation_fixes(hazard: AccumulationHazard, ctx: SourceContext, item: str, detach: str) -> tuple[Fix, ...]:
+    """`.item()` and `.detach()` on the accumulated value, the safe one first
+    (see TL003's "Fix safety"); `item` and `detach` describe them."""
+    item_safe, detach_safe = _verdict(hazard, ctx)
+    fixes = (
+        fix_of(FixKind.ITEM, Safety.SAFE if item_safe else Safety.UNSAFE, item, _value_edits(hazard, ctx, "item")),
+        fix_of(FixKind.DETACH, Safety.SAFE if detach_safe else Safety.UNSAFE, detach,
+               _value_edits(hazard, ctx, "detach")),
+    )
+    return fixes if item_safe else fixes[::-1]
+
+
+@guarded((False, False))
+def _verdict(hazard: AccumulationHazard, ctx: SourceContext) -> tuple[bool, bool]:
+    """(`.item()` is safe, `.detach()` is safe)."""
+    use = total_use(hazard, ctx)
+    return use is TotalUse.NUMERIC and scalar_like(hazard, ctx), use is not TotalUse.OTHER
+
+
+@guarded(NO_EDITS)
+def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) -> tuple[Edit, ...]:
+    value = accumulated_value(hazard)
+    return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),) if value is not None else ()
+
+
+def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:
+    """The expression added to the total: `total += v`, `total = total + v`, `xs.append(v)`."""
+    statement = hazard.accumulator
+    if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign):
+        return statement.value
+    if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.BinaryOperation):
+        value = statement.value
+        target = statement.targets[0].target
+        if isinstance(value.operator, cst.Add):
+            for mine, other in ((value.left, value.right), (value.right, value.left)):
+                if mine.deep_equals(target):
+                    return other
+    if isinstance(statement, cst.Call) and callee_name(statement) == "append" and len(statement.args) == 1:
+        return statement.args[0].value
+    return None
+
+
+def total_use(hazard: AccumulationHazard, ctx: SourceContext) -> TotalUse:
+    """The least forgiving use of the total anywhere in the module (other than
+    binding or accumulating into it). Names are matched by spelling, not by
+    scope, so a same-named variable elsewhere can only make this stricter."""
+    names = ctx.names
+    target = hazard.accumulator_target
+    is_list = isinstance(hazard.accumulator, cst.Call)
+    uses: list[cst.CSTNode] = []
+    if isinstance(target, cst.Name):
+        uses = list(names.uses(target.value))
+    elif isinstance(target, cst.Attribute):
+        uses = list(names.attribute_uses(target.attr.value))
+    elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        base = target.value.value
+        for name in names.uses(base):
+            parent = names.parent(name)
+            if isinstance(parent, cst.Subscript) and parent.value is name:
+                if parent.deep_equals(target):
+                    uses.append(parent)
+                elif not _constant_key(parent):
+                    return TotalUse.OTHER  # `metrics[k]` might be the total
+            elif names.is_binding(name):
+                continue
+            elif _use_kind(ctx, name, as_list=True) is not TotalUse.NUMERIC:
+                return TotalUse.OTHER  # the whole dict, other than printed
+    else:
+        return TotalUse.OTHER
+    kinds = {
+        _use_kind(ctx, use, as_list=is_list)
+        for use in uses
+        if not names.within(use, hazard.accumulator) and not names.is_binding(use)
+    }
+    for kind in (TotalUse.OTHER, TotalUse.TENSOR):
+        if kind in kinds:
+            return kind
+    return TotalUse.NUMERIC
+
+
+def _constant_key(subscript: cst.Subscript) -> bool:
+    return len(subscript.slice) == 1 and isinstance(
+        getattr(subscript.slice[0].slice, "value", None), (cst.SimpleString, cst.Integer)
+    )
+
+
+def _use_kind(ctx: SourceContext, node: cst.CSTNode, as_list: bool) -> TotalUse:
+    """Follow one read of the total up through the expressions that keep it a number."""
+    names = ctx.names
+    while True:
+        parent = names.parent(node)
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)) and not as_list:
+            node = parent
+        elif isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
+            return TotalUse.NUMERIC
+        elif isinstance(parent, cst.Subscript) and parent.value is node and as_list:
+            node, as_list = parent, False  # an element of the list
+        elif isinstance(parent, cst.Attribute) and parent.value is node:
+            call = names.parent(parent)
+            reads = isinstance(call, cst.Call) and call.func is parent and not call.args
+            return TotalUse.TENSOR if reads and parent.attr.value in TENSOR_READS and not as_list else TotalUse.OTHER
+        elif isinstance(parent, cst.Arg) and parent.keyword is None:
+            call = names.parent(parent)
+            if not isinstance(call, cst.Call):
+                return TotalUse.OTHER
+            if only_reports(call):
+                return TotalUse.NUMERIC
+            if callee_name(call) in (REDUCING_CALLS if as_list else NUMBER_CALLS):
+                node, as_list = call, False
+            else:
+                return TotalUse.OTHER
+        else:
+            return TotalUse.OTHER
+
+
+def scalar_like(hazard: AccumulationHazard, ctx: SourceContext) -> bool:
+    """Is the accumulated value known to hold one element (so `.item()` works)?
+    A full `.sum()`/`.mean()`, a loss function, or a call of an `nn.*Loss`
+    object, none with `reduction="none"`."""
+    value: Optional[cst.CSTNode] = accumulated_value(hazard)
+    if isinstance(value, cst.Name):
+        value = hazard.definition
+    if not isinstance(value, cst.Call) or _keeps_elements(value):
+        return False
+    name = callee_name(value)
+    if isinstance(value.func, cst.Attribute) and name in ("sum", "mean") and not value.args:
+        return True
+    if "loss" in name.lower() or name in LOSS_FUNCTIONS:
+        return True
+    constructors = [
+        v for n, v in ctx.names.assignments if n == name and isinstance(v, cst.Call) and callee_name(v).endswith("Loss")
+    ]
+    return bool(constructors) and not any(_keeps_elements(c) for c in constructors)
+
+
+def _keeps_elements(call: cst.Call) -> bool:
+    """`reduction="none"` (or any reduction that is not a plain string)."""
+    return any(
+        a.keyword is not None
+        and a.keyword.value == "reduction"
+        and not (isinstance(a.value, cst.SimpleString) and a.value.evaluated_value in ("mean", "sum"))
+        for a in call.args
+    )
