@@ -140,6 +140,10 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
                         help="skip matching files and directories (repeatable, or comma-separated)")
     parser.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
                         help="worker processes (default: one per core)")
+    parser.add_argument("--file-timeout", type=_positive_float, default=None, metavar="SECONDS",
+                        help="CPU seconds one file may take (default: 120; config: file-timeout)")
+    parser.add_argument("--file-memory-mb", type=_positive_int, default=None, metavar="MB",
+                        help="memory one file may take (default: 4096; config: file-memory-mb)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and errors only, no summary")
     parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
     parser.add_argument("--stdin-filename", metavar="NAME",
@@ -166,6 +170,8 @@ def resolver_from_args(args: argparse.Namespace) -> Resolver:
         semantics=Semantics(args.semantics) if args.semantics else None,
         unsafe_fixes=getattr(args, "unsafe_fixes", None),
         report_unused_suppressions=args.report_unused_suppressions,
+        file_timeout=getattr(args, "file_timeout", None),
+        file_memory_mb=getattr(args, "file_memory_mb", None),
     )
     return Resolver(overrides, config_file=args.config, isolated=args.isolated)
 
@@ -256,6 +262,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
     return value
 
 

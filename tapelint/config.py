@@ -19,6 +19,8 @@ are accepted wherever rules are named):
     semantics = "torch"           # or "strict"
     unsafe-fixes = false
     report-unused-suppressions = false
+    file-timeout = 120            # CPU seconds per file (flag --file-timeout)
+    file-memory-mb = 4096         # memory per file (flag --file-memory-mb)
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
 
@@ -105,6 +107,8 @@ class Config:
     semantics: Semantics | None = None
     unsafe_fixes: bool | None = None
     report_unused_suppressions: bool | None = None
+    file_timeout: float | None = None
+    file_memory_mb: int | None = None
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
 
@@ -118,6 +122,8 @@ class Overrides:
     semantics: Semantics | None = None
     unsafe_fixes: bool | None = None
     report_unused_suppressions: bool | None = None
+    file_timeout: float | None = None
+    file_memory_mb: int | None = None
 
 
 # --- selectors --------------------------------------------------------------
@@ -197,6 +203,8 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         semantics=None if get("semantics") is None else reader.semantics(get("semantics")),
         unsafe_fixes=reader.boolean("unsafe-fixes", get("unsafe-fixes")),
         report_unused_suppressions=reader.boolean("report-unused-suppressions", get("report-unused-suppressions")),
+        file_timeout=reader.positive("file-timeout", get("file-timeout"), float),
+        file_memory_mb=reader.positive("file-memory-mb", get("file-memory-mb"), int),
         backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
     )
@@ -205,6 +213,7 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
     "unsafe-fixes", "report-unused-suppressions", "backward-functions", "tracked-functions",
+    "file-timeout", "file-memory-mb",
 )
 
 
@@ -248,6 +257,12 @@ class _Reader:
         if value is not None and not isinstance(value, bool):
             raise self.fail(key, f"expected true or false, got {_show(value)}")
         return value
+
+    def positive(self, key: str, value: Any, kind: type) -> Any:
+        ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+        if value is not None and not (ok and value > 0):
+            raise self.fail(key, f"expected a positive {'number' if kind is float else 'integer'}, got {_show(value)}")
+        return None if value is None else kind(value)
 
     def dotted_names(self, key: str, value: Any) -> tuple[str, ...]:
         names = self.strings(key, value)
@@ -350,6 +365,8 @@ class Resolver:
             tracked_functions=config.tracked_functions,
             unsafe_fixes=bool(_first(cli.unsafe_fixes, config.unsafe_fixes)),
             report_unused_suppressions=UNUSED_SUPPRESSION in enabled,
+            file_timeout=_first(cli.file_timeout, config.file_timeout) or Settings.file_timeout,
+            file_memory_mb=_first(cli.file_memory_mb, config.file_memory_mb) or Settings.file_memory_mb,
         )
 
     def excluder(self) -> "ConfigExcluder":
