@@ -20,7 +20,7 @@ REUSE_ERRORS = ("second-backward", "tape-consumed", "inplace")
 
 @dataclass(frozen=True)
 class Confirmation:
-    status: str  # confirmed | refuted | unsupported | timeout
+    status: str  # confirmed | refuted | not-reached | unsupported | timeout
     semantics: str
     runtime: dict[str, Any]
 
@@ -42,8 +42,16 @@ def confirm_file(
     if not diagnostics:
         return []
     watch = tuple(sorted({d.range.start.line for d in diagnostics if d.code == "TL003"}))
-    report = run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=backend)
+    reach = tuple(sorted({_predicted_line(d) for d in diagnostics}))
+    report = run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=backend,
+                         reach_lines=reach)
     return [(d, judge(d, report, semantics)) for d in diagnostics]
+
+
+def _predicted_line(diagnostic: Diagnostic) -> int:
+    """The line whose execution the diagnostic is about: its failing call, or its own line."""
+    fails_at = diagnostic.related_of(Role.FAILS_AT)
+    return (fails_at or diagnostic).range.start.line
 
 
 def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirmation:
@@ -64,7 +72,13 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     if report.status == "timeout":
         return verdict("timeout")
     if report.status in ("unsupported", "crash"):
-        return verdict("unsupported", report.detail or report.error)
+        return verdict("unsupported", report.error or report.detail)
+    line = _predicted_line(diagnostic)
+    if line in report.reach_lines and line not in report.reached and report.line != line:
+        # Never executed (the program failed earlier, or took another path):
+        # the run says nothing about this finding.
+        where = f"; the program stopped at line {report.line}" if report.status == "error" else ""
+        return verdict("not-reached", f"line {line} never ran{where}")
     if diagnostic.code == "TL003":
         nodes, saved = report.growth(diagnostic.range.start.line)
         if nodes > 0 or saved > 0:
