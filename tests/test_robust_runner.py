@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import alive
 
 import tapelint.runner
 from tapelint.runner import lint_files
@@ -103,14 +104,6 @@ def children(pid: int) -> set[int]:
         except OSError:
             pass
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][0] != "Z"
-    except OSError:
-        return False
 
 
 @linux_only

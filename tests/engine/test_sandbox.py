@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import alive
 
 from tapelint_engine.runner import OUTPUT_TAIL, main, network_isolation_available, run_program
 
@@ -23,14 +24,6 @@ def write(tmp_path: Path, src: str, name: str = "prog.py") -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(src))
     return str(path)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][0] != "Z"
-    except OSError:
-        return False
 
 
 @posix
