@@ -41,8 +41,9 @@ import warnings
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.document import lint_document
@@ -183,34 +184,31 @@ def _over_memory(settings: Settings) -> str:
             " (config `file-memory-mb`, flag `--file-memory-mb`); not checked")
 
 
-class _budget:
+@contextmanager
+def _budget(settings: Settings) -> Iterator[None]:
     """The kernel's limits for one file (see the module docstring), restored after it."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.saved: list[tuple[int, tuple[int, int]]] = []
-
-    def __enter__(self) -> None:
-        if resource is None:
-            return
+    saved: list[tuple[int, tuple[int, int]]] = []
+    if resource is not None:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = int(used.ru_utime + used.ru_stime + self.settings.file_timeout) + 1
-        self._limit(resource.RLIMIT_CPU, cpu)
+        _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + settings.file_timeout) + 1, saved)
         size = _address_space()
         if size is not None:
-            self._limit(resource.RLIMIT_AS, size + self.settings.file_memory_mb * 2**20)
-
-    def _limit(self, kind: int, value: int) -> None:
-        soft, hard = resource.getrlimit(kind)
-        try:
-            resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
-        except (ValueError, OSError):
-            return
-        self.saved.append((kind, (soft, hard)))
-
-    def __exit__(self, *exc: object) -> None:
-        for kind, limits in reversed(self.saved):
+            _lower(resource.RLIMIT_AS, size + settings.file_memory_mb * 2**20, saved)
+    try:
+        yield
+    finally:
+        for kind, limits in reversed(saved):
             resource.setrlimit(kind, limits)
+
+
+def _lower(kind: int, value: int, saved: list[tuple[int, tuple[int, int]]]) -> None:
+    """Set the soft limit `kind` to `value` (within the hard one), noting the old limits in `saved`."""
+    soft, hard = resource.getrlimit(kind)
+    try:
+        resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    except (ValueError, OSError):
+        return
+    saved.append((kind, (soft, hard)))
 
 
 def _address_space() -> Optional[int]:
