@@ -1,9 +1,17 @@
 """The runner's child process: set limits, load the facade (or real PyTorch), run the
-program under an optional line tracer, and write what happened as JSON.
+program under an optional line tracer, and send what happened as JSON.
 
 Usage (by `runner.run_program` only):
     python -m tapelint_engine.child --semantics S --backend B --memory-mb N
-        --cpu-seconds T --report OUT.json --watch 3,7 PROGRAM.py
+        --cpu-seconds T --watch 3,7 --reach 9,12 PROGRAM.py
+with `TAPELINT_RESULT_FD` (an inherited pipe) and `TAPELINT_RESULT_TOKEN` in
+the environment. Both are removed from the environment, and the pipe made
+non-inheritable, before the program runs; the result is a newline, the
+token, a newline, then the JSON, written once after the program ended, and
+the parent reads only what follows the last token line. There is no file
+the program could find and overwrite, and bytes it writes to the pipe
+without the token are ignored (a program that inspects this harness's own frames could
+still find both: the sandbox guards against accidents, not adversaries).
 """
 
 from __future__ import annotations
@@ -26,27 +34,38 @@ TORCH_HEADROOM_MB = 8192  # PyTorch reserves address space far beyond what it us
 
 
 class Sampler:
-    """Records (line, live nodes, saved bytes) when a watched line of the program runs."""
+    """Records (line, live nodes, saved bytes) when a watched line of the program runs,
+    and which of the `reach` lines ran at all."""
 
-    def __init__(self, path: str, lines: set[int], measure: Callable[[], tuple[int, int]]) -> None:
+    def __init__(self, path: str, lines: set[int], measure: Callable[[], tuple[int, int]],
+                 reach: set[int] = frozenset()) -> None:  # type: ignore[assignment]
         self.path, self.lines, self.measure = path, lines, measure
         self.samples: list[tuple[int, int, int]] = []
+        self.unreached = set(reach)
+        self.reached: list[int] = []
 
     def global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         return self.local_trace if frame.f_code.co_filename == self.path else None
 
     def local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line" and frame.f_lineno in self.lines and len(self.samples) < SAMPLE_CAP:
-            self.samples.append((frame.f_lineno, *self.measure()))
+        if event == "line":
+            if frame.f_lineno in self.lines and len(self.samples) < SAMPLE_CAP:
+                self.samples.append((frame.f_lineno, *self.measure()))
+            if frame.f_lineno in self.unreached:
+                self.unreached.discard(frame.f_lineno)
+                self.reached.append(frame.f_lineno)
         return self.local_trace
 
 
 def _limit(memory_mb: int, cpu_seconds: int, backend: str) -> None:
+    """Hard limits (soft = hard): the program cannot raise them again."""
     mb = memory_mb + (TORCH_HEADROOM_MB if backend == "torch" else 0)
-    for res, value in ((resource.RLIMIT_AS, mb * 2 ** 20), (resource.RLIMIT_CPU, cpu_seconds)):
+    for res, value in ((resource.RLIMIT_AS, mb * 2 ** 20), (resource.RLIMIT_CPU, cpu_seconds),
+                       (resource.RLIMIT_CORE, 0)):
         try:
             _, hard = resource.getrlimit(res)
-            resource.setrlimit(res, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(res, (value, value))
         except (ValueError, OSError):
             pass
 
@@ -63,6 +82,12 @@ def _user_line(tb: TracebackType | None, path: str) -> int | None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)
+
+
+def _described(exc: BaseException) -> str:
+    """`ValueError: boom`, or just `KeyboardInterrupt` when there is no message."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _execute(path: str, sampler: Sampler | None) -> BaseException | None:
@@ -84,23 +109,29 @@ def _execute(path: str, sampler: Sampler | None) -> BaseException | None:
 def _other(exc: BaseException, path: str) -> dict[str, Any]:
     if isinstance(exc, MemoryError):
         return {"status": "crash", "detail": "memory limit reached (MemoryError)"}
+    line = _user_line(exc.__traceback__, path)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        # A third-party module the engine does not provide: the program cannot
+        # be judged here, which says nothing about the finding.
+        return {"status": "unsupported", "error": f"needs the module `{exc.name}`, which is not available",
+                "line": line, "detail": f"ModuleNotFoundError: {_first_line(exc)}"}
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-    return {"status": "error", "error_kind": "other", "error": f"{type(exc).__name__}: {_first_line(exc)}",
-            "line": _user_line(exc.__traceback__, path), "detail": tb[-3000:]}
+    return {"status": "error", "error_kind": "other", "error": _described(exc), "line": line, "detail": tb[-3000:]}
 
 
 # ------------------------------------------------------------------------ engine
 
 
-def run_engine(path: str, semantics: str, watch: set[int]) -> dict[str, Any]:
+def run_engine(path: str, semantics: str, watch: set[int], reach: set[int]) -> dict[str, Any]:
     from . import errors, facade, source, tape
 
     tape.reset(semantics)
     source.set_user_file(path)
     facade.install()
-    sampler = Sampler(path, watch, lambda: (tape.live_nodes(), tape.saved_bytes())) if watch else None
+    sampler = Sampler(path, watch, lambda: (tape.live_nodes(), tape.saved_bytes()), reach) \
+        if watch or reach else None
     exc = _execute(path, sampler)
-    out: dict[str, Any] = {"samples": sampler.samples if sampler else []}
+    out: dict[str, Any] = _traced(sampler)
     if isinstance(exc, errors.GraphError):
         out.update(status="error", error_kind=exc.kind, error=_first_line(exc), line=exc.line,
                    node_id=exc.node_id, node_line=exc.node_line, consumed_line=exc.consumed_line,
@@ -163,7 +194,11 @@ def _torch_counts() -> tuple[int, int]:
     return len(seen), nbytes
 
 
-def run_torch(path: str, watch: set[int]) -> dict[str, Any]:
+def _traced(sampler: Sampler | None) -> dict[str, Any]:
+    return {"samples": sampler.samples if sampler else [], "reached": sorted(sampler.reached) if sampler else []}
+
+
+def run_torch(path: str, watch: set[int], reach: set[int]) -> dict[str, Any]:
     try:
         import torch
     except ImportError:
@@ -183,9 +218,9 @@ def run_torch(path: str, watch: set[int]) -> dict[str, Any]:
             show(message, category, filename, lineno, file, line)
 
     warnings.showwarning = record
-    sampler = Sampler(path, watch, _torch_counts) if watch else None
+    sampler = Sampler(path, watch, _torch_counts, reach) if watch or reach else None
     exc = _execute(path, sampler)
-    out: dict[str, Any] = {"samples": sampler.samples if sampler else []}
+    out: dict[str, Any] = _traced(sampler)
     if exc is None:
         out["status"] = "ok"
         return out
@@ -214,22 +249,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="engine")
     p.add_argument("--memory-mb", type=int, default=1024)
     p.add_argument("--cpu-seconds", type=int, default=31)
-    p.add_argument("--report", required=True)
     p.add_argument("--watch", default="")
+    p.add_argument("--reach", default="")
     p.add_argument("path")
     ns = p.parse_args(argv)
+    channel = _result_channel()
     _limit(ns.memory_mb, ns.cpu_seconds, ns.backend)
     watch = {int(x) for x in ns.watch.split(",") if x}
+    reach = {int(x) for x in ns.reach.split(",") if x}
     path = os.path.abspath(ns.path)
     if ns.backend == "torch":
-        result = run_torch(path, watch)
+        result = run_torch(path, watch, reach)
     else:
-        result = run_engine(path, ns.semantics, watch)
+        result = run_engine(path, ns.semantics, watch, reach)
     sys.stdout.flush()
     sys.stderr.flush()
-    with open(ns.report, "w", encoding="utf-8") as fh:
-        json.dump(result, fh)
+    channel(json.dumps(result))
     return 0
+
+
+def _result_channel() -> Callable[[str], None]:
+    """The writer of the one result message (see the module docstring)."""
+    fd = int(os.environ.pop("TAPELINT_RESULT_FD"))
+    token = os.environ.pop("TAPELINT_RESULT_TOKEN").encode()
+    os.set_inheritable(fd, False)  # a subprocess of the program does not get it
+
+    def send(text: str) -> None:
+        data = b"\n" + token + b"\n" + text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+        os.close(fd)
+
+    return send
 
 
 if __name__ == "__main__":

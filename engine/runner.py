@@ -1,22 +1,46 @@
 """Run one program in a sandboxed subprocess and report what happened.
 
 This module imports neither numpy nor torch: the linter can call it freely.
-The child (`python -m tapelint_engine.child`) does the work and writes the
-report to a file; whatever happens to the child (timeout, crash, limits) the
-parent turns into a `RunReport` instead of an exception.
+The child (`python -m tapelint_engine.child`) does the work and sends the
+report over an inherited pipe; whatever happens to the child (timeout, crash,
+limits) the parent turns into a `RunReport` instead of an exception.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import functools
 import json
 import os
+import secrets
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Sequence
+from typing import IO, Any, Callable, Sequence
+
+SANDBOX = """\
+What the sandbox of `run` and `confirm` isolates: the program runs in a
+child process in its own session (it and every process it starts are killed
+when it ends or times out), under hard limits it cannot raise (address space
+--memory-mb, CPU time --timeout), with a minimal environment (PATH, HOME,
+LANG, thread settings, and PYTHONPATH if set; no other variable of yours,
+so no CI secrets), in a
+fresh temporary working directory that is deleted afterwards (its own
+folder is on sys.path, so its imports work; relative data paths do not),
+and, where unprivileged user and network namespaces are available (probed
+with `unshare`), without network. Its result travels over an inherited pipe
+with a per-run token, not a file it could overwrite.
+What it does not isolate: the file system (the program can read and write
+whatever your user can, outside the working directory too), other local
+resources (GPUs, shared memory), and, where namespaces are unavailable, the
+network. A program written to attack tapelint can still forge its own
+result: run only code you would run yourself."""
 
 STATUSES = ("ok", "error", "timeout", "unsupported", "crash")
 ERROR_KINDS = ("second-backward", "tape-consumed", "inplace", "other")
@@ -43,6 +67,9 @@ class RunReport:
     output: str = ""  # tail of the program's stdout and stderr
     caught: bool = False  # the error was raised, then caught by the program
     node_lines: tuple[int, ...] = ()  # the node's creation stack in the file, innermost first
+    reach_lines: tuple[int, ...] = ()  # the lines asked about...
+    reached: tuple[int, ...] = ()  # ...and which of them ran
+    network_isolated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -58,6 +85,8 @@ class RunReport:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["samples"] = tuple(tuple(s) for s in known.get("samples", ()))
         known["node_lines"] = tuple(known.get("node_lines", ()))
+        known["reached"] = tuple(known.get("reached", ()))
+        known["reach_lines"] = tuple(known.get("reach_lines", ()))
         return cls(**known)
 
     def growth(self, line: int) -> tuple[int, int]:
@@ -70,19 +99,14 @@ class RunReport:
         return pts[-1][1] - pts[1][1], pts[-1][2] - pts[1][2]
 
 
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = "1"  # BLAS thread pools reserve address space the limit would count
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
 def run_program(path: str, semantics: str = "torch", *, timeout: float = 30.0,
                 memory_mb: int = 1024, watch_lines: tuple[int, ...] = (),
-                backend: str = "engine") -> RunReport:
-    """Run `path` on the engine (or real PyTorch) in a subprocess; never raises for the
-    program's sake: a timeout, crash or unsupported API is a status."""
+                backend: str = "engine", reach_lines: tuple[int, ...] = (),
+                echo: Echo | None = None) -> RunReport:
+    """Run `path` on the engine (or real PyTorch) in a sandboxed subprocess (see
+    `SANDBOX`); never raises for the program's sake: a timeout, crash or
+    unsupported API is a status. `reach_lines` are reported back in `reached`
+    when they ran; `echo(stream, data)` sees the program's output as it comes."""
     if semantics not in ("torch", "strict"):
         raise ValueError(f"unknown semantics {semantics!r}")
     if backend not in ("engine", "torch"):
@@ -90,50 +114,173 @@ def run_program(path: str, semantics: str = "torch", *, timeout: float = 30.0,
     base = RunReport(status="crash", semantics=semantics, backend=backend, path=path)
     if backend == "torch" and semantics == "strict":
         return replace(base, status="unsupported", detail="real PyTorch has only torch semantics")
-    fd, report_path = tempfile.mkstemp(prefix="tapelint-run-", suffix=".json")
-    os.close(fd)
-    cmd = [sys.executable, "-m", "tapelint_engine.child", "--semantics", semantics,
-           "--backend", backend, "--memory-mb", str(memory_mb),
-           "--cpu-seconds", str(max(1, int(timeout) + 1)), "--report", report_path,
-           "--watch", ",".join(str(n) for n in watch_lines), os.path.abspath(path)]
+    program = os.path.abspath(path)
+    with tempfile.TemporaryDirectory(prefix="tapelint-run-") as home:
+        outcome = _run_child(program, semantics, backend, timeout, memory_mb, watch_lines, reach_lines, home, echo)
+    output = outcome.tail.decode("utf-8", errors="replace")[-OUTPUT_TAIL:]
+    common = {"duration_s": outcome.elapsed, "output": output, "network_isolated": outcome.network_isolated,
+              "reach_lines": tuple(reach_lines)}
+    if outcome.error is not None:
+        return replace(base, detail=outcome.error, **common)
+    if outcome.timed_out:
+        return replace(base, status="timeout", detail=f"no result within {timeout:g} s", **common)
+    if outcome.result is None:
+        code = outcome.returncode
+        why = f"child exited with {code}" if code >= 0 else f"child killed by signal {-code}"
+        last = _last_lines(output)
+        return replace(base, detail=f"{why}; {last}" if last else why, **common)
+    report = RunReport.from_dict({**outcome.result, "semantics": semantics, "backend": backend, "path": path})
+    return replace(report, **common)
+
+
+Echo = Callable[[str, bytes], None]
+
+
+@dataclass(frozen=True)
+class _ChildOutcome:
+    returncode: int
+    elapsed: float
+    tail: bytes
+    network_isolated: bool
+    result: dict[str, Any] | None = None
+    timed_out: bool = False
+    error: str | None = None  # the child could not be started
+
+
+def _run_child(program: str, semantics: str, backend: str, timeout: float, memory_mb: int,
+               watch: tuple[int, ...], reach: tuple[int, ...], home: str, echo: Echo | None) -> _ChildOutcome:
+    token = secrets.token_hex(16)
+    result_read, result_write = os.pipe()
+    isolate = network_isolation_available()
+    cmd = [*(_UNSHARE if isolate else ()), sys.executable, "-m", "tapelint_engine.child",
+           "--semantics", semantics, "--backend", backend, "--memory-mb", str(memory_mb),
+           "--cpu-seconds", str(max(1, int(timeout) + 1)),
+           "--watch", ",".join(map(str, watch)), "--reach", ",".join(map(str, reach)), program]
+    env = {**_child_env(home), "TAPELINT_RESULT_FD": str(result_write), "TAPELINT_RESULT_TOKEN": token}
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=_child_env(), cwd=os.path.dirname(os.path.abspath(path)),
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        _remove(report_path)
-        out = _text(exc.stdout) + _text(exc.stderr)
-        return replace(base, status="timeout", detail=f"no result within {timeout:g} s",
-                       duration_s=time.monotonic() - start, output=out[-OUTPUT_TAIL:])
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, cwd=home, pass_fds=(result_write,), start_new_session=True)
     except OSError as exc:
-        _remove(report_path)
-        return replace(base, detail=f"could not start the child: {exc}")
-    elapsed = time.monotonic() - start
-    output = (proc.stdout + proc.stderr)[-OUTPUT_TAIL:]
+        os.close(result_read)
+        os.close(result_write)
+        return _ChildOutcome(-1, 0.0, b"", isolate, error=f"could not start the child: {exc}")
+    os.close(result_write)
+    tail = _Tail(OUTPUT_TAIL * 4)
+    readers = [threading.Thread(target=_pump, args=(stream, name, tail, echo), daemon=True)
+               for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))]
+    message = bytearray()
+    result_reader = threading.Thread(target=_read_all, args=(result_read, message, _RESULT_CAP), daemon=True)
+    for thread in (*readers, result_reader):
+        thread.start()
+    timed_out = False
     try:
-        with open(report_path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        why = f"child exited with {proc.returncode}" if proc.returncode >= 0 else \
-            f"child killed by signal {-proc.returncode}"
-        return replace(base, detail=f"{why}; {proc.stderr.strip()[-800:]}", duration_s=elapsed,
-                       output=output)
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
     finally:
-        _remove(report_path)
-    report = RunReport.from_dict({**data, "semantics": semantics, "backend": backend, "path": path})
-    return replace(report, duration_s=elapsed, output=output)
+        _kill_group(proc)  # the program's own children too, finished or not
+        proc.wait()
+    elapsed = time.monotonic() - start
+    # A child that left the group (its own setsid) may still hold the pipes: do not wait for it.
+    for thread in (*readers, result_reader):
+        thread.join(timeout=2.0)
+    result = _accept(bytes(message), token)
+    return _ChildOutcome(proc.returncode, elapsed, tail.value(), isolate, result, timed_out and result is None)
 
 
-def _text(x: Any) -> str:
-    return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+_RESULT_CAP = 64 * 2**20
 
 
-def _remove(path: str) -> None:
+def _read_all(fd: int, into: bytearray, cap: int) -> None:
+    with os.fdopen(fd, "rb") as stream:
+        while chunk := stream.read(65536):
+            if len(into) < cap:
+                into.extend(chunk)
+
+
+def _accept(message: bytes, token: str) -> dict[str, Any] | None:
+    """The JSON after the last token line: whatever else reached the pipe
+    (a program writing to every descriptor it has) is ignored."""
+    marker = b"\n" + token.encode() + b"\n"
+    at = message.rfind(marker)
+    if at < 0:
+        return None
+    body = message[at + len(marker):]
     try:
-        os.unlink(path)
-    except OSError:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class _Tail:
+    """The last `limit` bytes of the program's output, whatever it writes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.lock = threading.Lock()
+
+    def add(self, chunk: bytes) -> None:
+        with self.lock:
+            self.data.extend(chunk)
+            if len(self.data) > 2 * self.limit:
+                del self.data[:-self.limit]
+
+    def value(self) -> bytes:
+        with self.lock:
+            return bytes(self.data[-self.limit:])
+
+
+def _pump(stream: IO[bytes], name: str, tail: _Tail, echo: Echo | None) -> None:
+    with stream:
+        while chunk := stream.read1(65536):
+            tail.add(chunk)
+            if echo is not None:
+                echo(name, chunk)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
+
+
+def _child_env(home: str) -> dict[str, str]:
+    """A minimal environment: no variable of the parent's reaches the program."""
+    env = {
+        "PATH": os.pathsep.join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/bin", "/bin"])),
+        "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
+    }
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"  # BLAS thread pools reserve address space the limit would count
+    if "PYTHONPATH" in os.environ:  # how this interpreter finds the engine when it is not installed
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def _last_lines(output: str, count: int = 3) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-count:])[-800:]
+
+
+_UNSHARE = ("unshare", "--user", "--map-root-user", "--net", "--")
+
+
+@functools.lru_cache(maxsize=1)
+def network_isolation_available() -> bool:
+    """Whether unprivileged user and network namespaces work here (probed once)."""
+    if not sys.platform.startswith("linux") or shutil.which("unshare") is None:
+        return False
+    try:
+        probe = subprocess.run([*_UNSHARE, sys.executable, "-c", "import socket; socket.if_nameindex()"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
 
 
 # ---------------------------------------------------------------------------- CLI
@@ -161,11 +308,13 @@ def format_text(r: RunReport) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`tapelint run FILE [--semantics torch|strict] [--backend engine|torch] [--format text|json]`.
-    Exit 0: ran clean; 1: the program failed; 2: unsupported, timeout, crash or usage."""
+    Exit 0: ran clean; 1: the program failed; 2: unsupported, timeout, crash or usage.
+    In text mode the program's own output is shown as it runs, then the verdict."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["run"]:
         args = args[1:]
-    parser = argparse.ArgumentParser(prog="tapelint run",
+    parser = argparse.ArgumentParser(prog="tapelint run", epilog=SANDBOX,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Execute a PyTorch program on the tapelint engine.")
     parser.add_argument("file")
     parser.add_argument("--semantics", choices=("torch", "strict"), default="torch")
@@ -180,10 +329,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.path.isfile(ns.file):
         print(f"tapelint run: no such file: {ns.file}", file=sys.stderr)
         return 2
+    if ns.file.endswith(".ipynb"):
+        print(f"tapelint run: {ns.file}: notebooks are not run; export the code cells to a script first"
+              " (`jupyter nbconvert --to script`)", file=sys.stderr)
+        return 2
     report = run_program(ns.file, ns.semantics, timeout=ns.timeout, memory_mb=ns.memory_mb,
-                         backend=ns.backend)
+                         backend=ns.backend, echo=_echo_to_terminal() if ns.format == "text" else None)
     print(report.to_json() if ns.format == "json" else format_text(report))
     return {"ok": 0, "error": 1}.get(report.status, 2)
+
+
+def _echo_to_terminal() -> Echo:
+    """The program's output on ours, as `python prog.py` would show it."""
+    decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in ("stdout", "stderr")}
+    lock = threading.Lock()
+
+    def echo(name: str, data: bytes) -> None:
+        stream = sys.stdout if name == "stdout" else sys.stderr
+        with lock:
+            stream.write(decoders[name].decode(data))
+            stream.flush()
+
+    return echo
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ are accepted wherever rules are named):
     unsafe-fixes = false
     report-unused-suppressions = false
     output-format = "text"        # json, sarif, github, lsp (TAPELINT_OUTPUT_FORMAT and --format win)
+    file-timeout = 120            # CPU seconds per file (flag --file-timeout)
+    file-memory-mb = 4096         # memory per file (flag --file-memory-mb)
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
 
@@ -120,6 +122,8 @@ class Config:
     unsafe_fixes: bool | None = None
     report_unused_suppressions: bool | None = None
     output_format: str | None = None
+    file_timeout: float | None = None
+    file_memory_mb: int | None = None
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
 
@@ -137,6 +141,8 @@ class Overrides:
     report_unused_suppressions: bool | None = None
     force_exclude: bool = True  # exclusions apply to named paths, stdin and editor documents
     respect_gitignore: bool = True
+    file_timeout: float | None = None
+    file_memory_mb: int | None = None
 
 
 # --- selectors --------------------------------------------------------------
@@ -217,6 +223,8 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         unsafe_fixes=reader.boolean("unsafe-fixes", get("unsafe-fixes")),
         report_unused_suppressions=reader.boolean("report-unused-suppressions", get("report-unused-suppressions")),
         output_format=None if get("output-format") is None else reader.output_format(get("output-format")),
+        file_timeout=reader.positive("file-timeout", get("file-timeout"), float),
+        file_memory_mb=reader.positive("file-memory-mb", get("file-memory-mb"), int),
         backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
     )
@@ -225,6 +233,7 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
     "unsafe-fixes", "report-unused-suppressions", "output-format", "backward-functions", "tracked-functions",
+    "file-timeout", "file-memory-mb",
 )
 
 
@@ -273,6 +282,12 @@ class _Reader:
         if value is not None and not isinstance(value, bool):
             raise self.fail(key, f"expected true or false, got {_show(value)}")
         return value
+
+    def positive(self, key: str, value: Any, kind: type) -> Any:
+        ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+        if value is not None and not (ok and value > 0):
+            raise self.fail(key, f"expected a positive {'number' if kind is float else 'integer'}, got {_show(value)}")
+        return None if value is None else kind(value)
 
     def dotted_names(self, key: str, value: Any) -> tuple[str, ...]:
         names = self.strings(key, value)
@@ -380,6 +395,8 @@ class Resolver:
             tracked_functions=config.tracked_functions,
             unsafe_fixes=bool(_first(cli.unsafe_fixes, config.unsafe_fixes)),
             report_unused_suppressions=UNUSED_SUPPRESSION in enabled,
+            file_timeout=_first(cli.file_timeout, config.file_timeout) or Settings.file_timeout,
+            file_memory_mb=_first(cli.file_memory_mb, config.file_memory_mb) or Settings.file_memory_mb,
         )
 
     def excluder(self, named: tuple[str, ...] = ()) -> "ConfigExcluder":

@@ -25,7 +25,7 @@ BACKENDS = ("auto", "engine", "torch")
 
 @dataclass(frozen=True)
 class Confirmation:
-    status: str  # confirmed | refuted | unsupported | timeout
+    status: str  # confirmed | refuted | not-reached | unsupported | timeout
     semantics: str
     runtime: dict[str, Any]
 
@@ -48,9 +48,11 @@ def confirm_file(
     if not diagnostics:
         return []
     watch = tuple(sorted({d.range.start.line for d in diagnostics if d.code == "TL003"}))
+    reach = tuple(sorted({_predicted_line(d) for d in diagnostics}))
 
     def run(on: str) -> Any:
-        return run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=on)
+        return run_program(result.path, semantics.value, timeout=timeout, watch_lines=watch, backend=on,
+                           reach_lines=reach)
 
     report = run("engine" if backend == "auto" else backend)
     if backend == "auto" and report.status == "unsupported" and semantics is Semantics.TORCH \
@@ -59,6 +61,12 @@ def confirm_file(
         report = replace(fallback, detail=f"{fallback.detail + '; ' if fallback.detail else ''}"
                                           f"engine: {report.error or report.detail}")
     return [(d, judge(d, report, semantics)) for d in diagnostics]
+
+
+def _predicted_line(diagnostic: Diagnostic) -> int:
+    """The line whose execution the diagnostic is about: its failing call, or its own line."""
+    fails_at = diagnostic.related_of(Role.FAILS_AT)
+    return (fails_at or diagnostic).range.start.line
 
 
 def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirmation:
@@ -80,7 +88,13 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     if report.status == "timeout":
         return verdict("timeout")
     if report.status in ("unsupported", "crash"):
-        return verdict("unsupported", report.detail or report.error)
+        return verdict("unsupported", report.error or report.detail)
+    line = _predicted_line(diagnostic)
+    if line in report.reach_lines and line not in report.reached and report.line != line:
+        # Never executed (the program failed earlier, or took another path):
+        # the run says nothing about this finding.
+        where = f"; the program stopped at line {report.line}" if report.status == "error" else ""
+        return verdict("not-reached", f"line {line} never ran{where}")
     if diagnostic.code == "TL003":
         nodes, saved = report.growth(diagnostic.range.start.line)
         if nodes > 0 or saved > 0:

@@ -1,7 +1,10 @@
 """`tapelint run` and `tapelint confirm`: the commands that execute user code.
 
 Executing a program happens only here, only when asked, and always in the
-engine's sandboxed subprocess (timeout, memory and CPU limits). The engine
+engine's sandboxed subprocess (`tapelint_engine.runner.SANDBOX` says what it
+does and does not isolate; `tapelint run --help` shows it). Notebooks are
+not run: `run` refuses one and `confirm` reports each notebook with findings
+as an error (exit 2), rather than judging nothing. The engine
 needs numpy, an optional extra; without it these commands say so in one
 line and exit 2, and the linter itself is unaffected.
 """
@@ -17,10 +20,11 @@ from typing import Any
 
 from tapelint import __version__
 from tapelint.confirm import Confirmation, confirm_file
-from tapelint.diagnostics import Diagnostic, FileResult, Semantics
+from tapelint.diagnostics import Diagnostic, FileError, FileResult, Semantics
+from tapelint.notebooks import is_notebook
 from tapelint.options import add_paths, add_selection, add_semantics
 
-STATUSES = ("confirmed", "refuted", "unsupported", "timeout")
+STATUSES = ("confirmed", "refuted", "not-reached", "unsupported", "timeout")
 NO_ENGINE = "the engine needs numpy: pip install -e '.[engine]' in a clone (or pip install numpy)"
 
 
@@ -29,6 +33,10 @@ def engine_available() -> bool:
 
 
 def configure_run(parser: argparse.ArgumentParser) -> None:
+    from tapelint_engine.runner import SANDBOX  # no numpy needed for the text
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "In text mode the program's own output is shown as it runs, then the verdict.\n\n" + SANDBOX
     parser.add_argument("file", metavar="FILE", help="the program to execute")
     add_semantics(parser, default="torch")
     parser.add_argument("--backend", choices=("engine", "torch"), default="engine",
@@ -79,14 +87,17 @@ def confirm_command(args: argparse.Namespace) -> int:
         return 2
     run = lint_files(discovery.files, per_file, args.jobs or default_jobs())
     semantics = {result.path: settings.semantics for result, settings in zip(run.results, per_file)}
-    todo = [r for r in run.results if any(d.code != "TL900" for d in r.diagnostics) and r.path.endswith(".py")]
+    found = [r for r in run.results if any(d.code != "TL900" for d in r.diagnostics)]
+    todo = [r for r in found if not is_notebook(r.path)]
+    refused = [FileError(r.path, "notebooks are not run by confirm; export the code cells to a script first"
+                         " (`jupyter nbconvert --to script`)") for r in found if is_notebook(r.path)]
 
     def confirm(result: FileResult) -> list[tuple[Diagnostic, Confirmation]]:
         return confirm_file(result, semantics[result.path], timeout=args.timeout, backend=args.backend)
 
     with ThreadPoolExecutor(max_workers=args.jobs or default_jobs()) as pool:
         judged = [pair for pairs in pool.map(confirm, todo) for pair in pairs]
-    errors = list(discovery.errors) + [e for r in run.results for e in r.errors]
+    errors = list(discovery.errors) + [e for r in run.results for e in r.errors] + refused
     profile = next(iter(semantics.values()), Semantics(args.semantics or "torch"))
     if args.format == "json":
         _print_json(judged, errors, profile, files_checked=len(run.results))

@@ -17,14 +17,20 @@ Paths are reported as given: `tapelint check src` yields `src/a.py`,
 
 Reading follows PEP 263 (BOM, coding cookie, UTF-8 by default) through
 `tokenize.detect_encoding`, and turns every way a file can fail (vanished,
-unreadable, binary, undecodable) into a one-line `FileError` message.
+unreadable, binary, undecodable, not a regular file) into a one-line
+`FileError` message. Only regular files are read: a FIFO would block the run
+forever and a link to `/dev/zero` would fill the memory, so the file is
+opened without blocking and its type checked before any byte is read.
+A symlink loop is one error on its entry; the rest of the tree is checked.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import os
+import stat
 import tokenize
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -100,11 +106,22 @@ def discover(paths: Iterable[str], excluder: Excluder = Excluder()) -> Discovery
             errors.append(FileError(path, "no such file or directory"))
             continue
         for file in found:
-            key = os.path.realpath(file)
+            key = _identity(file)
             if key not in seen:
                 seen.add(key)
                 files.append(file)
     return Discovery(tuple(files), tuple(errors))
+
+
+def _identity(path: str) -> str | tuple[int, int]:
+    """What makes two paths the same file: device and inode (a hard link or
+    a symlink reaches the same file), else the path itself (the reading
+    reports what is wrong with it)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return (info.st_dev, info.st_ino)
 
 
 def _walk(root: str, excluder: Excluder, errors: list[FileError]) -> Iterator[str]:
@@ -122,8 +139,16 @@ def _walk(root: str, excluder: Excluder, errors: list[FileError]) -> Iterator[st
             if excluder.skips_directory(path) or os.path.exists(os.path.join(path, VIRTUALENV_MARKER)):
                 continue
             yield from _walk(path, excluder, errors)
-        elif entry.name.endswith(SOURCE_SUFFIXES) and not entry.is_dir() and not excluder.excludes(path):
-            yield path
+        elif entry.name.endswith(SOURCE_SUFFIXES) and not excluder.excludes(path):
+            if not _links_to_directory(entry):
+                yield path  # reading reports whatever is wrong with it (a symlink loop, a FIFO)
+
+
+def _links_to_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a symlink loop
+        return False
 
 
 class SourceError(Exception):
@@ -132,9 +157,14 @@ class SourceError(Exception):
 
 def read_source(path: str) -> str:
     """The file's text, decoded per PEP 263. Raises `SourceError`."""
+    return decode_source(read_bytes(path))
+
+
+def read_bytes(path: str) -> bytes:
+    """A regular file's bytes. Raises `SourceError` for anything else."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        # Non-blocking: opening a FIFO for reading would wait for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise SourceError("file vanished or is a dangling symlink") from None
     except IsADirectoryError:
@@ -142,8 +172,23 @@ def read_source(path: str) -> str:
     except PermissionError:
         raise SourceError("permission denied") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SourceError("symlink loop (too many levels of symbolic links)") from None
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    return decode_source(data)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise SourceError("is a directory, not a file")
+        if not stat.S_ISREG(mode):
+            raise SourceError("not a regular file (a FIFO, socket or device), not checked")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
 def decode_source(data: bytes) -> str:

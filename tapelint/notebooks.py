@@ -8,7 +8,9 @@ every other position stays put: a line magic or shell escape (`%time f()`,
 continuations become `pass` at the same indentation; a cell magic (`%%bash`)
 blanks its whole cell, except for the magics whose body is Python
 (`%%time`, `%%timeit`, `%%capture`, `%%prun`), which lose only their first
-line. Notebooks declaring a language other than Python are not checked.
+line. A line inside an open bracket, a triple-quoted string or after a
+backslash continues Python, so it is never a magic (`'%d' % (\n  %s)`-style
+formatting). Notebooks declaring a language other than Python are not checked.
 
 Positions: a diagnostic's positions (its range, related locations and fix
 edits) carry `cell`, the 1-based index of the cell in the notebook's `cells`
@@ -93,10 +95,13 @@ def load(text: str) -> dict[str, Any]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"not a valid notebook: invalid JSON at {exc.lineno}:{exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise NotebookError("not a valid notebook: JSON nested too deeply to read") from None
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookError("not a valid notebook: no `cells` list")
     for index, cell in enumerate(document["cells"], 1):
-        if not isinstance(cell, dict) or not isinstance(cell.get("source", ""), (str, list)):
+        source = cell.get("source", "") if isinstance(cell, dict) else None
+        if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
             raise NotebookError(f"not a valid notebook: cell {index} has no text `source`")
     return document
 
@@ -105,7 +110,11 @@ def is_python(document: dict[str, Any]) -> bool:
     metadata = document.get("metadata")
     if not isinstance(metadata, dict):
         return True
-    language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
+    def field(table: str, key: str) -> Any:
+        value = metadata.get(table)
+        return value.get(key) if isinstance(value, dict) else None
+
+    language = field("language_info", "name") or field("kernelspec", "language")
     return not isinstance(language, str) or language.lower() in ("python", "python3", "ipython")
 
 
@@ -139,15 +148,66 @@ def _neutralise(lines: list[str]) -> list[str]:
             return [""] * len(lines)
         lines = lines[:first] + [""] + lines[first + 1:]
     out: list[str] = []
-    continued = False
+    continued = False  # a magic's backslash continuation
+    python = _Continuation()
     for text in lines:
-        if continued or _ESCAPE.match(text) or _ASSIGNED_ESCAPE.match(text):
+        if continued or not python.open and (_ESCAPE.match(text) or _ASSIGNED_ESCAPE.match(text)):
             indent = text[: len(text) - len(text.lstrip())]
             out.append(f"{indent}pass" if not continued else "")
             continued = text.rstrip().endswith("\\")
         else:
+            python.scan(text)
             out.append(text)
     return out
+
+
+class _Continuation:
+    """Whether the Python lines so far leave a statement open: an open
+    bracket, a triple-quoted string, or a trailing backslash. A light scan
+    (strings and comments skipped), not a tokenizer: it only has to tell a
+    magic from the middle of a statement."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.triple: str | None = None
+        self.backslash = False
+
+    @property
+    def open(self) -> bool:
+        return self.depth > 0 or self.triple is not None or self.backslash
+
+    def scan(self, line: str) -> None:
+        i, n = 0, len(line)
+        while i < n:
+            if self.triple is not None:
+                end = line.find(self.triple, i)
+                while end > 0 and _escaped(line, end):
+                    end = line.find(self.triple, end + 1)
+                if end < 0:
+                    break
+                i, self.triple = end + 3, None
+                continue
+            char = line[i]
+            if char == "#":
+                break
+            if char in "\"'":
+                if line.startswith(char * 3, i):
+                    self.triple, i = char * 3, i + 3
+                    continue
+                i += 1
+                while i < n and (line[i] != char or _escaped(line, i)):
+                    i += 1
+            elif char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(self.depth - 1, 0)
+            i += 1
+        self.backslash = self.triple is None and line.endswith("\\") and not _escaped(line, len(line) - 1)
+
+
+def _escaped(line: str, index: int) -> bool:
+    backslashes = len(line[:index]) - len(line[:index].rstrip("\\"))
+    return backslashes % 2 == 1
 
 
 def lint_notebook(text: str, path: str, settings: Settings) -> FileResult:

@@ -66,6 +66,10 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
                         help="skip files that .gitignore ignores while walking directories (default: on)")
     parser.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
                         help="worker processes (default: one per core)")
+    parser.add_argument("--file-timeout", type=positive_float, default=None, metavar="SECONDS",
+                        help="CPU seconds one file may take (default: 120; config: file-timeout)")
+    parser.add_argument("--file-memory-mb", type=positive_int, default=None, metavar="MB",
+                        help="memory one file may take (default: 4096; config: file-memory-mb)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and errors only, no summary")
 
 
@@ -85,6 +89,8 @@ def resolver_from_args(args: argparse.Namespace) -> Resolver:
         report_unused_suppressions=getattr(args, "report_unused_suppressions", None),
         force_exclude=args.force_exclude,
         respect_gitignore=args.respect_gitignore,
+        file_timeout=getattr(args, "file_timeout", None),
+        file_memory_mb=getattr(args, "file_memory_mb", None),
     )
     return Resolver(overrides, config_file=args.config, isolated=args.isolated)
 
@@ -155,3 +161,13 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value

@@ -4,29 +4,46 @@ Each task reads and lints one file in a worker process and sends back only
 its small `FileResult`; the syntax tree dies with the task, and at most a few
 tasks per worker are in flight, so memory stays flat however large the tree.
 
-No file can take the run down. Each file is linted in a thread with a large
-stack and a high recursion limit (libcst's native parser overflows an 8 MB
-stack on a few thousand nested brackets and kills the process); any
-exception becomes an `internal error` entry for that file; a worker that dies
-anyway (a crash in native code) breaks the pool, and the files that were in
-flight are then re-run one by one in a fresh pool, so only the culprit is
-reported and every other file is still checked.
+No file can take the run down. Files are always linted in worker processes
+(one with `-j 1`), never in the process that reports. Each file is linted in
+a thread with a large stack and a high recursion limit (libcst's native
+parser overflows an 8 MB stack on a few thousand nested brackets and kills
+the process); any exception becomes an `internal error` entry for that file;
+a worker that dies anyway (a crash in native code) breaks the pool, and the
+files that were in flight are then re-run one by one, each in a process of
+its own, so only the culprit is reported and every other file is still
+checked.
+
+Each file has a budget (`Settings.file_timeout` CPU seconds and
+`file_memory_mb` MB), enforced by the kernel so that it holds even inside
+libcst's native parser: before each file the worker sets its soft
+`RLIMIT_CPU` to the CPU time used so far plus the budget (SIGXCPU ends the
+worker) and its `RLIMIT_AS` to its current size plus the budget (an
+allocation past it fails: a `MemoryError`, or an abort in native code). The
+file that ends its process is then named in one line, not as a tapelint
+crash. Workers die with the run: `PR_SET_PDEATHSIG` on Linux, a watchdog
+thread polling the parent's pid elsewhere, so a killed `tapelint check`
+leaves no worker behind.
 """
 
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import queue
 import signal
 import sys
+import tempfile
 import threading
+import time
 import warnings
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from tapelint import debug
 from tapelint.diagnostics import FileError, FileResult
@@ -34,6 +51,11 @@ from tapelint.document import lint_document
 from tapelint.files import SourceError, read_source
 from tapelint.lint import TOO_DEEP
 from tapelint.settings import Settings
+
+try:
+    import resource
+except ImportError:  # not on POSIX: no kernel-enforced budget
+    resource = None  # type: ignore[assignment]
 
 # Measured: 512 MiB of stack holds recursion 50,000 Python frames deep even
 # through C calls; the memory is reserved, not used, until the recursion happens.
@@ -76,28 +98,48 @@ def default_jobs() -> int:
 
 
 def lint_files(files: Sequence[str], settings: Settings | Sequence[Settings], jobs: int) -> RunResult:
-    """Lint `files` with up to `jobs` processes (in this process when 1);
-    `settings` is one for all files or one per file (from their configuration),
-    sent to the workers with each file."""
+    """Lint `files` with up to `jobs` worker processes; `settings` is one for
+    all files or one per file (from their configuration), sent to the workers
+    with each file."""
     per_file = (settings,) * len(files) if isinstance(settings, Settings) else tuple(settings)
-    jobs = min(jobs, len(files))
-    if jobs <= 1:
-        return RunResult(tuple(lint_one(path, file_settings) for path, file_settings in zip(files, per_file)))
-    return RunResult(_parallel(files, per_file, jobs))
+    if not files:
+        return RunResult(())
+    return RunResult(_in_workers(files, per_file, max(1, min(jobs, len(files)))))
 
 
 def lint_one(path: str, settings: Settings) -> Outcome:
-    """Read and lint one file; never raises (bar KeyboardInterrupt)."""
+    """Read and lint one file in this process; never raises (bar KeyboardInterrupt)."""
     return _with_deep_stack(_read_and_lint, path, settings)
 
 
-def _read_and_lint(path: str, settings: Settings) -> Outcome:
+def lint_text_contained(text: str, path: str, settings: Settings) -> Outcome:
+    """Lint `text` as the file `path` in a process of its own, under the
+    per-file budget: for a caller that must survive whatever the text does
+    to the parser (standard input)."""
+    return _run_alone(_Task(path, settings, text))
+
+
+@dataclass(frozen=True)
+class _Task:
+    path: str
+    settings: Settings
+    text: Optional[str] = None  # None: read the file
+
+
+def _lint_task(task: _Task) -> Outcome:
+    """In a worker: one file under its budget."""
+    _DeepStackThread.get()  # its stack is the worker's, not the file's
+    with _budget(task.settings):
+        return _with_deep_stack(_read_and_lint, task.path, task.settings, task.text)
+
+
+def _read_and_lint(path: str, settings: Settings, text: Optional[str] = None) -> Outcome:
     try:
         with warnings.catch_warnings():
             # Parsing user code can warn (invalid escape sequences): not ours to print.
             warnings.simplefilter("ignore")
             try:
-                source = read_source(path)
+                source = read_source(path) if text is None else text
             except SourceError as exc:
                 return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
             result = lint_document(source, path, settings)
@@ -105,7 +147,7 @@ def _read_and_lint(path: str, settings: Settings) -> Outcome:
                 _return_freed_heap()
             return Outcome(result)
     except MemoryError:
-        return Outcome(FileResult(path, errors=(FileError(path, "out of memory while checking this file"),)))
+        return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))
     except Exception as exc:  # a bug in tapelint: report it on this file, check the others
         return _crash(path, debug.internal_error(exc))
 
@@ -133,13 +175,60 @@ def _crash(path: str, detail: str) -> Outcome:
     return Outcome(FileResult(path, errors=(FileError(path, f"internal error: {first_line}"),)), crashed=True)
 
 
-def _with_deep_stack(function: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
+def _over_time(settings: Settings) -> str:
+    return (f"took more than {settings.file_timeout:g} s of CPU time, the per-file budget"
+            " (config `file-timeout`, flag `--file-timeout`); not checked")
+
+
+def _over_memory(settings: Settings) -> str:
+    return (f"needed more than {settings.file_memory_mb} MB, the per-file memory budget"
+            " (config `file-memory-mb`, flag `--file-memory-mb`); not checked")
+
+
+@contextmanager
+def _budget(settings: Settings) -> Iterator[None]:
+    """The kernel's limits for one file (see the module docstring), restored after it."""
+    saved: list[tuple[int, tuple[int, int]]] = []
+    if resource is not None:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + settings.file_timeout) + 1, saved)
+        size = _address_space()
+        if size is not None:
+            _lower(resource.RLIMIT_AS, size + settings.file_memory_mb * 2**20, saved)
+    try:
+        yield
+    finally:
+        for kind, limits in reversed(saved):
+            resource.setrlimit(kind, limits)
+
+
+def _lower(kind: int, value: int, saved: list[tuple[int, tuple[int, int]]]) -> None:
+    """Set the soft limit `kind` to `value` (within the hard one), noting the old limits in `saved`."""
+    soft, hard = resource.getrlimit(kind)
+    try:
+        resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    except (ValueError, OSError):
+        return
+    saved.append((kind, (soft, hard)))
+
+
+def _address_space() -> Optional[int]:
+    """This process's virtual size in bytes (Linux only: elsewhere RLIMIT_AS
+    is either not enforced or not comparable)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _with_deep_stack(function: Callable[..., Outcome], path: str, settings: Settings, *more: object) -> Outcome:
     """Run `function` on the process's deep-stack thread (or here, when
     there is no room for its stack)."""
     server = _DeepStackThread.get()
     if server is None:
-        return function(path, settings)
-    return server.run(function, path, settings)
+        return function(path, settings, *more)
+    return server.run(function, path, settings, *more)
 
 
 class _DeepStackThread:
@@ -179,13 +268,13 @@ class _DeepStackThread:
                     threading.stack_size(previous_stack)
             return current
 
-    def run(self, function: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
+    def run(self, function: Callable[..., Outcome], path: str, settings: Settings, *more: object) -> Outcome:
         done = threading.Event()
         box: list[Outcome] = []
         previous_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(previous_limit, _RECURSION_LIMIT))
         try:
-            self.tasks.put((function, path, settings, box, done))
+            self.tasks.put((function, (path, settings, *more), box, done))
             done.wait()
         finally:
             sys.setrecursionlimit(previous_limit)
@@ -206,11 +295,11 @@ class _DeepStackThread:
             task = self.tasks.get()
             if task is None:
                 return
-            function, path, settings, box, done = task
+            function, arguments, box, done = task
             try:
-                box.append(function(path, settings))
+                box.append(function(*arguments))
             except BaseException as exc:  # keep serving: the caller reports this file
-                box.append(_crash(path, debug.internal_error(exc)))
+                box.append(_crash(arguments[0], debug.internal_error(exc)))
             finally:
                 done.set()
 
@@ -221,12 +310,43 @@ if hasattr(os, "register_at_fork"):
 
 # --- worker processes ---------------------------------------------------------
 
-def _init_worker() -> None:
+_PR_SET_PDEATHSIG = 1
+_WATCHDOG_SECONDS = 0.5
+
+
+def _init_worker(parent: int, stderr_path: Optional[str] = None) -> None:
     # The parent handles Ctrl-C and shuts the pool down; workers stay quiet.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
+    if resource is not None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    # A native abort prints its reason ("memory allocation of N bytes
+    # failed") on file descriptor 2: to a file the parent reads, or nowhere.
+    target = os.open(stderr_path or os.devnull, os.O_WRONLY | os.O_APPEND)
+    os.dup2(target, 2)
+    os.close(target)
 
 
-def _parallel(files: Sequence[str], settings: Sequence[Settings], jobs: int) -> tuple[Outcome, ...]:
+def _die_with(parent: int) -> None:
+    """End this process when `parent` ends, whatever ends it (SIGKILL included)."""
+    if sys.platform.startswith("linux"):
+        try:
+            if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) == 0:
+                if os.getppid() != parent:  # the parent died before the prctl
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_WATCHDOG_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int) -> tuple[Outcome, ...]:
     outcomes: dict[int, Outcome] = {}
     # Largest first: the long tasks do not end up last on one core, and the
     # largest trees meet a worker's heap before other files have fragmented it.
@@ -235,10 +355,48 @@ def _parallel(files: Sequence[str], settings: Sequence[Settings], jobs: int) -> 
         suspects = _run_pool(files, pending, settings, jobs, outcomes)
         # The pool broke: one of the suspects killed its worker. Run each alone.
         for index in suspects:
-            if not _run_pool(files, deque([index]), settings, 1, outcomes):
-                continue
-            outcomes[index] = _crash(files[index], "the worker process died while checking this file")
+            outcomes[index] = _run_alone(_Task(files[index], settings[index]))
     return tuple(outcomes[index] for index in range(len(files)))
+
+
+def _run_alone(task: _Task) -> Outcome:
+    """`task` in a process of its own; if the process dies, its exit says why."""
+    context = multiprocessing.get_context()
+    receiver, sender = context.Pipe(duplex=False)
+    with tempfile.NamedTemporaryFile(prefix="tapelint-stderr-") as stderr:
+        process = context.Process(target=_alone, args=(sender, task, os.getpid(), stderr.name), daemon=True)
+        process.start()
+        sender.close()
+        try:
+            outcome: Optional[Outcome] = receiver.recv()
+        except (EOFError, OSError):
+            outcome = None
+        finally:
+            receiver.close()
+            process.join(timeout=None if outcome is None else 5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        if outcome is not None:
+            return outcome
+        native = stderr.read(4096).decode(errors="replace")
+    return _death(task, process.exitcode, native)
+
+
+def _alone(sender: "multiprocessing.connection.Connection", task: _Task, parent: int, stderr_path: str) -> None:
+    _init_worker(parent, stderr_path)
+    sender.send(_lint_task(task))
+    sender.close()
+
+
+def _death(task: _Task, exitcode: Optional[int], native_stderr: str) -> Outcome:
+    """The outcome of a file whose checking process ended without a result."""
+    path, settings = task.path, task.settings
+    if exitcode == -getattr(signal, "SIGXCPU", 0):
+        return Outcome(FileResult(path, errors=(FileError(path, _over_time(settings)),)))
+    if "memory allocation of" in native_stderr:  # the abort message of libcst's native (Rust) parser
+        return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))
+    return _crash(path, "the worker process died while checking this file")
 
 
 def _size(path: str) -> int:
@@ -254,13 +412,13 @@ def _run_pool(
     """Lint `pending` (consumed) into `outcomes`; if the pool breaks, return
     the indexes that were in flight, whose outcome is unknown."""
     in_flight: dict[Future[Outcome], int] = {}
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker)
+    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(os.getpid(),))
     try:
         while pending or in_flight:
             while pending and len(in_flight) < jobs * _IN_FLIGHT_PER_WORKER:
                 index = pending.popleft()
                 try:
-                    in_flight[executor.submit(lint_one, files[index], settings[index])] = index
+                    in_flight[executor.submit(_lint_task, _Task(files[index], settings[index]))] = index
                 except BrokenProcessPool:
                     return [index, *in_flight.values()]
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)

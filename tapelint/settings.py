@@ -22,6 +22,12 @@ class Settings:
     unsafe_fixes: bool = False
     # Report suppression comments that suppress nothing (TL901).
     report_unused_suppressions: bool = False
+    # The per-file budget: a file that needs more CPU seconds, or more memory
+    # (MB above what the checking process held before it), is reported in one
+    # line and the run goes on. The largest file of the installed torch
+    # package needs under a tenth of either.
+    file_timeout: float = 120.0
+    file_memory_mb: int = 4096
 
     def enabled(self, code: str) -> bool:
         if code in self.ignore:

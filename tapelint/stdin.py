@@ -11,14 +11,12 @@ Without `--stdin-filename` the file is reported as `-`, as ruff does.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from tapelint.diagnostics import FileError, FileResult
-from tapelint.document import lint_document
 from tapelint.files import SourceError, decode_source
-from tapelint.runner import Outcome, RunResult, _crash, _with_deep_stack
+from tapelint.runner import Outcome, RunResult, lint_text_contained
 from tapelint.settings import Settings
 
 STDIN_PATH = "-"
@@ -51,14 +49,6 @@ def lint_stdin(stream: BinaryIO, name: str | None, settings: Settings) -> StdinR
         result = FileResult(label, errors=(FileError(label, str(exc)),))
         return StdinRun(label, None, RunResult((Outcome(result),)))
 
-    def lint(path: str, settings: Settings) -> Outcome:
-        # The runner's guarantees for one file: a deep stack for deeply
-        # nested code, and a crash reported on the file instead of raised.
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the user's invalid escapes are not ours to print
-                return Outcome(lint_document(source, path, settings))
-        except Exception as exc:
-            return _crash(path, f"{type(exc).__name__}: {exc}")
-
-    return StdinRun(label, source, RunResult((_with_deep_stack(lint, label, settings),)))
+    # In a process of its own, under the per-file budget: one pathological
+    # buffer is one line of error, never the end of the editor's linter.
+    return StdinRun(label, source, RunResult((lint_text_contained(source, label, settings),)))

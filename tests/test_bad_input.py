@@ -136,14 +136,14 @@ def test_dangling_symlink_and_directory_named_like_a_file(tree: Path, capsys: py
 def test_permission_denied(tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as root, for whom chmod 000 changes nothing: refuse the open instead.
     (tree / "secret.py").write_text("x = 1\n")
-    real_open = open
+    real_open = os.open
 
-    def guarded_open(path: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+    def guarded_open(path: str, *args: object, **kwargs: object) -> int:
         if os.path.basename(path) == "secret.py":
             raise PermissionError(13, "Permission denied", path)
-        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tapelint.files, "open", guarded_open, raising=False)
+    monkeypatch.setattr(tapelint.files.os, "open", guarded_open)
     code, lines, _ = check(capsys, "--jobs", "1")
     assert code == 1
     assert error_lines(lines) == ["secret.py: error: permission denied"]
@@ -237,7 +237,10 @@ def test_memory_error_in_one_file(tree: Path, capsys: pytest.CaptureFixture[str]
     monkeypatch.setattr(tapelint.runner, "lint_document", lint_or_oom)
     code, lines, _ = check(capsys, "--jobs", "1")
     assert code == 1
-    assert error_lines(lines) == ["huge.py: error: out of memory while checking this file"]
+    assert error_lines(lines) == [
+        "huge.py: error: needed more than 4096 MB, the per-file memory budget"
+        " (config `file-memory-mb`, flag `--file-memory-mb`); not checked"
+    ]
     assert_others_checked(lines)
 
 

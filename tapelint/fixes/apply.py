@@ -13,21 +13,15 @@ Files are linted as stored (`lint_document`): suppressed diagnostics are
 not fixed, and a notebook's edits (in cell coordinates) go to their cells,
 written back with `notebooks.replace_cells`.
 
-Writing is atomic (a temporary file in the same directory, then
-`os.replace`, permissions kept), never touches a file whose text did not
-change, and refuses a file that changed on disk since it was read.
+Writing (`tapelint.writing`: atomic, hard links kept, never a stray
+temporary file) never touches a file whose text did not change, and refuses
+a file that changed on disk since it was read.
 """
 
 from __future__ import annotations
 
-import codecs
 import difflib
-import io
-import os
 import re
-import stat
-import tempfile
-import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Sequence, TextIO
 
@@ -38,6 +32,7 @@ from tapelint.files import SourceError, decode_source
 from tapelint.notebooks import is_notebook
 from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.settings import Settings
+from tapelint.writing import FixError, _encoding, _read, _write
 
 # Passes of fix-and-relint; each pass applies every non-overlapping fix, so
 # more than a few means fixes that undo each other.
@@ -175,10 +170,6 @@ def unified_diff(path: str, before: str, after: str) -> str:
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-class FixError(Exception):
-    """A file that could not be fixed; the message is one line."""
-
-
 def fix_file(path: str, settings: Settings, *, write: bool = True) -> FixedFile:
     """Read, fix and (with `write`) write one file. Raises `FixError` when the
     file cannot be read or written, or changed on disk meanwhile; the file is
@@ -193,58 +184,6 @@ def fix_file(path: str, settings: Settings, *, write: bool = True) -> FixedFile:
         return FixedFile(path, source, fixed, count, result)
     _write(path, fixed.encode(_encoding(data)), data, before)
     return FixedFile(path, source, fixed, count, result, written=True)
-
-
-def _read(path: str) -> tuple[bytes, os.stat_result]:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(), os.fstat(handle.fileno())
-    except OSError as exc:
-        raise FixError(f"cannot read: {exc.strerror or exc}") from None
-
-
-def _encoding(data: bytes) -> str:
-    """The encoding to write back with: the file's own (a BOM stays a BOM)."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:
-        return "utf-8"
-    if data.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    return encoding
-
-
-def _write(path: str, new: bytes, old: bytes, before: os.stat_result) -> None:
-    """Replace the file's content atomically, unless it changed since it was read."""
-    target = os.path.realpath(path)  # a symlink keeps pointing at the fixed file
-    try:
-        now_data, now = _read(target)
-    except FixError:
-        raise FixError("file vanished since it was read; not fixed") from None
-    if now_data != old or (now.st_mtime_ns, now.st_size) != (before.st_mtime_ns, before.st_size):
-        raise FixError("file changed since it was read; not fixed")
-    directory = os.path.dirname(target)
-    fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tapelint", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(new)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, stat.S_IMODE(now.st_mode))
-        os.replace(temporary, target)
-    except OSError as exc:
-        _remove(temporary)
-        raise FixError(f"cannot write: {exc.strerror or exc}") from None
-    except BaseException:
-        _remove(temporary)
-        raise
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 from tapelint.diagnostics import Diagnostic, FileError, Fix, Position, Range, Safety, Severity, split_lines
 from tapelint.reporters.base import Report, ReportOptions
+from tapelint.reporters.json import without_surrogates
 
 SOURCE = "tapelint"
 ERROR, WARNING = 1, 2  # LSP DiagnosticSeverity
@@ -60,7 +61,7 @@ def report(report: Report, out: TextIO, options: ReportOptions) -> None:
 
 
 def _write(out: TextIO, uri: str, diagnostics: list[dict[str, Any]]) -> None:
-    out.write(json.dumps({"uri": uri, "diagnostics": diagnostics}) + "\n")
+    out.write(json.dumps(without_surrogates({"uri": uri, "diagnostics": diagnostics})) + "\n")
 
 
 def path_to_uri(path: str) -> str:

@@ -9,7 +9,9 @@ Choices that a consumer may need to know:
   source text is needed to write positions.
 * Paths: a relative path (as given on the command line) is written relative to
   `%SRCROOT%`, which `originalUriBaseIds` resolves to the working directory;
-  an absolute path is written as a `file:` URI.
+  an absolute path is written as a `file:` URI. URIs percent-encode the file
+  name's bytes (a name that is not UTF-8 included); elsewhere such a byte is
+  written `\\xHH` (see the JSON reporter).
 * Fixes: only fixes that carry edits become SARIF `fixes` (a `recompute` fix
   that describes a manual move has nothing to replace), and never the
   display-only `retain_graph` alternative: SARIF consumers may offer fixes as
@@ -36,6 +38,7 @@ from urllib.parse import quote
 
 from tapelint.diagnostics import Diagnostic, Edit, FileError, Fix, Range, Related, Safety, Severity
 from tapelint.reporters.base import Report, ReportOptions
+from tapelint.reporters.json import without_surrogates
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import Rule
 
@@ -45,7 +48,7 @@ _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
 
 def report(report: Report, out: TextIO, options: ReportOptions) -> None:
-    json.dump(to_sarif(report), out, indent=2)
+    json.dump(without_surrogates(to_sarif(report)), out, indent=2)
     out.write("\n")
 
 
@@ -205,12 +208,13 @@ def _artifact(path: str) -> dict[str, str]:
     if os.path.isabs(path):
         return {"uri": _file_uri(path)}
     relative = os.path.normpath(path).replace(os.sep, "/")
-    return {"uri": quote(relative), "uriBaseId": SRCROOT}
+    return {"uri": quote(os.fsencode(relative)), "uriBaseId": SRCROOT}
 
 
 def _file_uri(path: str) -> str:
     posix = os.path.abspath(path).replace(os.sep, "/")
-    return "file://" + quote(posix if posix.startswith("/") else "/" + posix)
+    # Bytes, so a file name that is not UTF-8 is percent-encoded as it is on disk.
+    return "file://" + quote(os.fsencode(posix if posix.startswith("/") else "/" + posix))
 
 
 def _directory_uri(path: str) -> str:

@@ -59,6 +59,12 @@ class ParseError(Rule):
         located = _from_cpython(exc, lines)
         return _diagnostic(located, f"syntax error: {located.message}", path)
 
+    @staticmethod
+    def refused(reason: str, path: str) -> Diagnostic:
+        """TL900 for a file CPython refuses without a position (nesting too
+        deep for its parser or compiler): reported on the first line."""
+        return _diagnostic(_Located(1, 0, 0, reason), f"CPython cannot compile this file: {reason}", path)
+
 
 def _diagnostic(located: _Located, message: str, path: str) -> Diagnostic:
     return Diagnostic(

@@ -1,0 +1,79 @@
+"""Issue 10, the lint entry point: whatever CPython refuses to compile is
+TL900 (and never reaches libcst, whose parser is super-linear in nesting
+depth), and a BOM in text handed to `lint_source` is stripped."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tapelint.lint import lint_source
+from tapelint.settings import Settings
+
+HEADER = "import torch\nw = torch.ones(3, requires_grad=True)\n"
+
+
+def codes(source: str, precheck: bool = True) -> list[tuple[str, int]]:
+    result = lint_source(source, "x.py", Settings(), precheck=precheck)
+    assert result.errors == ()
+    return [(d.code, d.range.start.line) for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"),
+    [
+        ("def f():\n    w.sum().backward()\nreturn 1\n", 5, "'return' outside function"),
+        ("print(a=1, a=2)\nw.sum().backward()\n", 3, "keyword argument repeated"),
+        ("for i in []:\n    pass\nbreak\nw.sum().backward()\n", 5, "'break' outside loop"),
+        ("x = " + "(" * 2000 + "w" + ")" * 2000 + "\nx.sum().backward()\n", 3, "too many nested parentheses"),
+    ],
+    ids=["return-outside-function", "repeated-keyword", "break-outside-loop", "2000-nested-parentheses"],
+)
+@pytest.mark.parametrize("precheck", [True, False])
+def test_compile_time_errors_are_tl900(body: str, line: int, message: str, precheck: bool) -> None:
+    result = lint_source(HEADER + body, "x.py", Settings(), precheck=precheck)
+    [diagnostic] = result.diagnostics
+    assert (diagnostic.code, diagnostic.range.start.line) == ("TL900", line)
+    assert message in diagnostic.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "f = " + "lambda: " * 5000 + "w\nf().sum().backward()\n",
+        "x = " + "not " * 20000 + "w\nw.sum().backward()\n",
+        "x = " + "-" * 100000 + "w\nx.sum().backward()\n",
+        "x = w.sum()" + " + w.sum()" * 4000 + "\nx.backward()\n",
+        "x = w" + ".T" * 20000 + "\nx.sum().backward()\n",
+    ],
+    ids=["lambda-5000", "not-20000", "minus-100000", "sum-4000", "attribute-20000"],
+)
+def test_pathological_nesting_is_refused_quickly(body: str) -> None:
+    # Each took minutes and gigabytes in libcst's parser; CPython refuses them all.
+    start = time.process_time()
+    result = lint_source(HEADER + body, "x.py", Settings())
+    assert time.process_time() - start < 5
+    [diagnostic] = result.diagnostics
+    assert diagnostic.code == "TL900" and "CPython cannot compile this file" in diagnostic.message
+
+
+def test_refusal_respects_an_ignored_tl900() -> None:
+    result = lint_source(HEADER + "return 1\n", "x.py", Settings(ignore=frozenset({"TL900"})))
+    assert result.diagnostics == () and result.errors == ()
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_bom_is_stripped_on_every_path(precheck: bool) -> None:
+    clean = "\ufeffx = 1\n"
+    hazard = "\ufeff" + HEADER + "loss = (w * w).sum()\nloss.backward()\nloss.backward()\n"
+    assert codes(clean, precheck) == []
+    assert codes(hazard, precheck) == [("TL004", 5)]
+
+
+def test_too_large_for_the_memory_budget_is_one_error() -> None:
+    source = HEADER + "w.sum().backward()\n" + "x = 1\n" * 20_000
+    result = lint_source(source, "big.py", Settings(file_memory_mb=1))
+    [error] = result.errors
+    assert error.message.startswith("too large to check within the per-file memory budget (1 MB")
+    assert lint_source(source, "big.py", Settings()).errors == ()
