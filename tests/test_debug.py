@@ -25,23 +25,24 @@ def crashing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return target
 
 
-def test_the_error_line_says_how_to_see_the_traceback(crashing: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_error_line_says_how_to_see_the_traceback(crashing: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(crashing), "--jobs", "1", "--no-color"]) == 2
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     assert "internal error: ValueError: analysis bug (run with --show-traceback to see the traceback)" in out
     assert "Traceback" not in out + err
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
-def test_the_switch_prints_the_traceback(crashing: Path, capsys: pytest.CaptureFixture[str],
+def test_the_switch_prints_the_traceback(crashing: Path, capfd: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    # capfd: files are linted in worker processes, which print to the real stderr.
     argv = ["check", str(crashing), "--jobs", "1", "--no-color"]
     if how == "flag":
         argv.append("--show-traceback")
     else:
         monkeypatch.setenv(debug.ENV_VAR, "1")
     assert main(argv) == 2
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     assert "crash.py: error: internal error: ValueError: analysis bug" in out and "--show-traceback" not in out
     assert "Traceback (most recent call last)" in err and "in _analysis_bug" in err
 
