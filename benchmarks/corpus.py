@@ -33,7 +33,9 @@ import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
+
+from bare_parse import count_lines
 
 DEFAULT_DEST = "/work/corpus"
 DEFAULT_MIRRORS = "/work/.mirror"
@@ -173,17 +175,6 @@ def python_files(root: str) -> list[str]:
     from tapelint.files import discover
 
     return [path for path in discover([root]).files if path.endswith(".py")]
-
-
-def count_lines(files: Iterable[str]) -> int:
-    lines = 0
-    for path in files:
-        try:
-            with open(path, "rb") as handle:
-                lines += handle.read().count(b"\n")
-        except OSError:
-            pass
-    return lines
 
 
 def _replace_folder(target: str, fill: Callable[[str], None]) -> None:
