@@ -17,7 +17,6 @@ Not a test: it takes minutes on the whole package.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import sys
@@ -27,16 +26,10 @@ from collections import Counter
 from typing import Sequence
 
 from bare_parse import count_lines, time_bare
+from corpus import torch_root
 from tapelint.files import discover
 from tapelint.runner import RunResult, default_jobs, lint_files
 from tapelint.settings import Settings
-
-
-def torch_root() -> str:
-    spec = importlib.util.find_spec("torch")  # locates without importing torch
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("torch is not installed")
-    return list(spec.submodule_search_locations)[0]
 
 
 def time_lint(files: Sequence[str], jobs: int) -> tuple[float, RunResult]:
@@ -62,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     root = torch_root()
+    if root is None:
+        sys.exit("torch is not installed")
     excluded_globs = tuple(args.exclude)
     every = discover([root]).files
     files = [f for f in every if not any(fnmatch(os.path.relpath(f, root), g) for g in excluded_globs)][: args.limit]
