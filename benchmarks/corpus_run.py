@@ -97,9 +97,10 @@ def tapelint_command() -> list[str]:
 def lint(project: Project, semantics: str, jobs: int) -> tuple[Timed, list[Finding], list[str]]:
     command = [*tapelint_command(), "check", "--format", "json", "--semantics", semantics]
     run = timed([*command, "--jobs", str(jobs), "--exclude", "*.ipynb", project.path])
-    if run.returncode not in (0, 1):
-        return run, [], [f"tapelint exited {run.returncode}: {run.stderr.strip()[-300:]}"]
-    report = json.loads(run.stdout)
+    try:  # exit 2 with a report: some file hit an internal error, the others were checked
+        report = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return run, [], [f"tapelint exited {run.returncode} without a report: {run.stderr.strip()[-300:]}"]
     findings = [
         Finding(
             project.name,

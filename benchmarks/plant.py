@@ -48,6 +48,9 @@ class Plant:
     # When the original line recurs in the file: a line that occurs exactly
     # once, right before the block the original must occur exactly once in.
     after: str = ""
+    # Other lines of the same file where the expected finding may start: the
+    # later definitions of a value that flows on (`value` -> `b_values`).
+    also: tuple[int, ...] = ()
 
 
 PLANTS: tuple[Plant, ...] = (
@@ -110,6 +113,7 @@ PLANTS: tuple[Plant, ...] = (
         "            with torch.no_grad():",
         "            with torch.enable_grad():",
         "TL001", 199, "module-level PPO: rollout values/logprobs with grad reused across minibatches and epochs",
+        also=(235, 239),
     ),
     Plant(
         "OpenRLHF", "openrlhf/trainer/sft_trainer.py",
@@ -186,19 +190,26 @@ def findings(root: str, semantics: str, jobs: int) -> set[tuple[str, str, int]] 
         capture_output=True,
         text=True,
     )
-    if done.returncode not in (0, 1):
-        return f"tapelint exited {done.returncode}: {done.stderr.strip()[-200:]}"
-    report = json.loads(done.stdout)
-    return {
-        (os.path.relpath(d["path"], root), d["code"], d["range"]["start"]["line"]) for d in report["diagnostics"]
-    }
+    try:  # exit 2 with a report: some file hit an internal error, the others were checked
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return f"tapelint exited {done.returncode} without a report: {done.stderr.strip()[-200:]}"
+    found = {(os.path.relpath(d["path"], root), d["code"], d["range"]["start"]["line"]) for d in report["diagnostics"]}
+    # A file that crashed the analysis reports nothing: keep it visible as a pseudo-finding.
+    return found | {(os.path.relpath(e["path"], root), "error", 0) for e in report.get("errors", ())}
 
 
 def judge(plant: Plant, before: set[tuple[str, str, int]], after: set[tuple[str, str, int]]) -> Outcome:
     new = sorted(after - before)
-    near = [f for f in new if f[0] == plant.file and f[1] == plant.rule and abs(f[2] - plant.line) <= NEAR]
+    expected = (plant.line, *plant.also)
+    near = [
+        f for f in new
+        if f[0] == plant.file and f[1] == plant.rule and any(abs(f[2] - line) <= NEAR for line in expected)
+    ]
     if near:
         return Outcome(plant, "found", f"line {near[0][2]}")
+    if (plant.file, "error", 0) in after:
+        return Outcome(plant, "missed", "the planted file hit an internal error")
     other = ", ".join(f"{code} {path}:{line}" for path, code, line in new[:3])
     return Outcome(plant, "missed", f"new findings elsewhere: {other}" if other else "no new finding")
 
