@@ -85,10 +85,10 @@ PLANTS: tuple[Plant, ...] = (
         "TL002", 182, "D step without `gen_imgs.detach()` after g_loss.backward freed G's graph",
     ),
     Plant(
-        "PyTorch-GAN", "implementations/cyclegan/cyclegan.py",
-        "        loss_fake = criterion_GAN(D_A(fake_A_.detach()), fake)",
-        "        loss_fake = criterion_GAN(D_A(fake_A_), fake)",
-        "TL002", 221, "CycleGAN D_A step without `.detach()` (models in models.py)",
+        "PyTorch-GAN", "implementations/pix2pix/pix2pix.py",
+        "        pred_fake = discriminator(fake_B.detach(), real_A)",
+        "        pred_fake = discriminator(fake_B, real_A)",
+        "TL002", 171, "pix2pix D step without `fake_B.detach()` after loss_G.backward (models in models.py)",
     ),
     Plant(
         "pytorch-tutorial", "tutorials/02-intermediate/language_model/main.py",
