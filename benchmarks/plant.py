@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from corpus import corpus_dest
+from corpus_run import tapelint_command
 
 NEAR = 3
 AFTER_WINDOW = 5  # lines after an anchor in which the original must occur
@@ -182,10 +183,8 @@ def apply(plant: Plant, root: str) -> str | None:
 
 def findings(root: str, semantics: str, jobs: int) -> set[tuple[str, str, int]] | str:
     """(path relative to root, code, line) of every finding; a message if tapelint failed."""
-    script = os.path.join(os.path.dirname(sys.executable), "tapelint")
-    command = [script] if os.path.exists(script) else [sys.executable, "-m", "tapelint"]
     done = subprocess.run(
-        ["nice", "-n", "10", *command, "check", "--format", "json", "--semantics", semantics,
+        ["nice", "-n", "10", *tapelint_command(), "check", "--format", "json", "--semantics", semantics,
          "--jobs", str(jobs), "--exclude", "*.ipynb", root],
         capture_output=True,
         text=True,
