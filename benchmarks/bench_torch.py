@@ -5,7 +5,7 @@
 Both runs use the same parallelism: `--jobs` worker processes, one task per
 file, each task reading and decoding the file first. The lint run is
 exactly what `tapelint check` does (`tapelint.runner.lint_files`, pre-check
-on); the bare run only calls `libcst.parse_module` on the text. Files are
+on); the bare run is `bare_parse.py`'s (only `libcst.parse_module` on the text). Files are
 read once before timing, so neither run pays for a cold disk cache.
 
 Printed: files, lines, files skipped by the pre-check, wall time of each
@@ -17,67 +17,25 @@ Not a test: it takes minutes on the whole package.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import sys
 import time
 from fnmatch import fnmatch
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Sequence
 
-import libcst as cst
-
-from tapelint.files import SourceError, discover, read_source
+from bare_parse import count_lines, time_bare
+from corpus import torch_root
+from tapelint.files import discover
 from tapelint.runner import RunResult, default_jobs, lint_files
 from tapelint.settings import Settings
-
-
-def torch_root() -> str:
-    spec = importlib.util.find_spec("torch")  # locates without importing torch
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("torch is not installed")
-    return list(spec.submodule_search_locations)[0]
-
-
-def bare_parse(path: str) -> bool:
-    """Read, decode and parse one file; False when libcst rejects it."""
-    try:
-        cst.parse_module(read_source(path))
-    except (SourceError, cst.ParserSyntaxError, RecursionError):
-        return False
-    return True
-
-
-def time_bare(files: Sequence[str], jobs: int) -> tuple[float, int, str]:
-    """Wall time of bare parsing, files libcst rejected, and a note if a
-    worker died (libcst's native parser can overflow the stack)."""
-    start = time.perf_counter()
-    try:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            rejected = sum(1 for ok in pool.map(bare_parse, files) if not ok)
-    except BrokenProcessPool:
-        return time.perf_counter() - start, 0, " (a worker crashed: timing incomplete)"
-    return time.perf_counter() - start, rejected, ""
 
 
 def time_lint(files: Sequence[str], jobs: int) -> tuple[float, RunResult]:
     start = time.perf_counter()
     run = lint_files(files, Settings(), jobs)
     return time.perf_counter() - start, run
-
-
-def count_lines(files: Sequence[str]) -> int:
-    lines = 0
-    for path in files:
-        try:
-            with open(path, "rb") as handle:
-                lines += handle.read().count(b"\n")
-        except OSError:
-            pass
-    return lines
 
 
 def peak_rss_mb() -> tuple[float, float]:
@@ -97,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     root = torch_root()
+    if root is None:
+        sys.exit("torch is not installed")
     excluded_globs = tuple(args.exclude)
     every = discover([root]).files
     files = [f for f in every if not any(fnmatch(os.path.relpath(f, root), g) for g in excluded_globs)][: args.limit]

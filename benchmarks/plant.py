@@ -1,0 +1,276 @@
+"""Plant one-line autograd hazards in real multi-file projects; count what tapelint finds.
+
+    python benchmarks/plant.py [--dest DIR] [--only N ...] [--semantics torch|strict]
+
+Each plant changes one line of a corpus project (see `corpus.py`) into the
+hazard people really write: a removed `repackage_hidden`/`.detach()`,
+`+= loss` for `+= loss.item()`, rollouts collected with grad and reused
+across PPO epochs, a tracked metric kept on a trainer. The script copies the
+whole project to a temporary folder, applies the plant, runs `tapelint check
+--format json` on the whole copy, and calls the plant **found** when a
+finding of the expected rule lies in the planted file within `NEAR` lines of
+the expected line and was not already there before the plant. A plant whose
+original line does not occur exactly once in its file is refused (reported,
+counted as refused, not run), so a drifted corpus cannot pass silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from corpus import corpus_dest
+from corpus_run import tapelint_command
+
+NEAR = 3
+AFTER_WINDOW = 5  # lines after an anchor in which the original must occur
+
+
+@dataclass(frozen=True)
+class Plant:
+    """One line of `file` (exact, indentation included) and what replaces it.
+    `line` is where the expected finding's primary range starts."""
+
+    project: str
+    file: str
+    original: str
+    replacement: str
+    rule: str
+    line: int
+    hazard: str
+    llm: bool = False
+    # When the original line recurs in the file: a line that occurs exactly
+    # once, right before the block the original must occur exactly once in.
+    after: str = ""
+    # Other lines of the same file where the expected finding may start: the
+    # later definitions of a value that flows on (`value` -> `b_values`).
+    also: tuple[int, ...] = ()
+
+
+PLANTS: tuple[Plant, ...] = (
+    Plant(
+        "examples", "word_language_model/main.py",
+        "            hidden = repackage_hidden(hidden)",
+        "            pass",
+        "TL005", 184, "RNN hidden state carried without repackage_hidden (model in model.py)",
+    ),
+    Plant(
+        "examples", "word_language_model/main.py",
+        "        total_loss += loss.item()",
+        "        total_loss += loss",
+        "TL003", 196, "`total_loss += loss` instead of `.item()`",
+    ),
+    Plant(
+        "examples", "dcgan/main.py",
+        "        output = netD(fake.detach())",
+        "        output = netD(fake)",
+        "TL002", 257, "GAN discriminator step without `fake.detach()`; errG.backward walks freed G graph",
+    ),
+    Plant(
+        "examples", "vae/main.py",
+        "        train_loss += loss.item()",
+        "        train_loss += loss",
+        "TL003", 101, "`train_loss += loss` instead of `.item()`",
+    ),
+    Plant(
+        "PyTorch-GAN", "implementations/dcgan/dcgan.py",
+        "        fake_loss = adversarial_loss(discriminator(gen_imgs.detach()), fake)",
+        "        fake_loss = adversarial_loss(discriminator(gen_imgs), fake)",
+        "TL002", 182, "D step without `gen_imgs.detach()` after g_loss.backward freed G's graph",
+    ),
+    Plant(
+        "PyTorch-GAN", "implementations/pix2pix/pix2pix.py",
+        "        pred_fake = discriminator(fake_B.detach(), real_A)",
+        "        pred_fake = discriminator(fake_B, real_A)",
+        "TL002", 171, "pix2pix D step without `fake_B.detach()` after loss_G.backward (models in models.py)",
+    ),
+    Plant(
+        "pytorch-tutorial", "tutorials/02-intermediate/language_model/main.py",
+        "        states = detach(states)",
+        "        pass",
+        "TL005", 75, "module-level LSTM loop carrying `states` without detach",
+    ),
+    Plant(
+        "pytorch-a2c-ppo-acktr-gail", "main.py",
+        "            with torch.no_grad():",
+        "            with torch.enable_grad():",
+        "TL001", 116, "rollouts collected with grad, reused across PPO epochs (agent in algo/ppo.py, storage.py)",
+    ),
+    Plant(
+        "pytorch-a2c-ppo-acktr-gail", "a2c_ppo_acktr/algo/ppo.py",
+        "                value_loss_epoch += value_loss.item()",
+        "                value_loss_epoch += value_loss",
+        "TL003", 86, "`value_loss_epoch += value_loss` in PPO.update",
+    ),
+    Plant(
+        "cleanrl", "cleanrl/ppo.py",
+        "            with torch.no_grad():",
+        "            with torch.enable_grad():",
+        "TL001", 199, "module-level PPO: rollout values/logprobs with grad reused across minibatches and epochs",
+        also=(235, 239),
+    ),
+    Plant(
+        "OpenRLHF", "openrlhf/trainer/sft_trainer.py",
+        "                loss_sum += gpt_loss.item()",
+        "                loss_sum += gpt_loss",
+        "TL003", 184, "SFT trainer `loss_sum += gpt_loss` (model via strategy, loss_fn on self)", llm=True,
+    ),
+    Plant(
+        "OpenRLHF", "openrlhf/trainer/dpo_trainer.py",
+        "                loss_sum += preference_loss.item()",
+        "                loss_sum += preference_loss",
+        "TL003", 186, "DPO trainer `loss_sum += preference_loss`", llm=True,
+    ),
+    Plant(
+        "trl", "trl/trainer/dpo_trainer.py",
+        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())',
+        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean())',
+        "TL003", 1583, "DPO compute_loss keeps the tracked aux loss in self._metrics every step", llm=True,
+    ),
+    Plant(
+        "trl", "trl/trainer/grpo_trainer.py",
+        '            self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean().item())',
+        '            self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean())',
+        "TL003", 3183, "GRPO compute_loss keeps the tracked policy loss in self._metrics every step", llm=True,
+    ),
+    Plant(
+        "trlx", "trlx/trainer/accelerate_ppo_trainer.py",
+        "                with torch.no_grad():",
+        "                with torch.enable_grad():",
+        "TL001", 420, "RLHF rollouts: logprobs/values computed with grad, stored, reused across PPO epochs", llm=True,
+        after="                position_ids.masked_fill_(attention_mask == 0, 1)",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    plant: Plant
+    verdict: str  # found, missed, refused, error
+    detail: str = ""
+
+
+def apply(plant: Plant, root: str) -> str | None:
+    """Replace the plant's line under `root`; a reason when it is not there exactly once."""
+    path = os.path.join(root, plant.file)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
+    except OSError as error:
+        return f"cannot read {plant.file}: {error.strerror}"
+    start = 0
+    if plant.after:
+        anchors = [i for i, line in enumerate(lines) if line == plant.after]
+        if len(anchors) != 1:
+            return f"anchor line occurs {len(anchors)} times in {plant.file}, not once"
+        start = anchors[0] + 1
+    window = lines[start : start + AFTER_WINDOW] if plant.after else lines
+    where = [start + i for i, line in enumerate(window) if line == plant.original]
+    if len(where) != 1:
+        return f"original line occurs {len(where)} times in {plant.file}{' after its anchor' if plant.after else ''}, not once"
+    lines[where[0]] = plant.replacement
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines))
+    return None
+
+
+def findings(root: str, semantics: str, jobs: int) -> set[tuple[str, str, int]] | str:
+    """(path relative to root, code, line) of every finding; a message if tapelint failed."""
+    done = subprocess.run(
+        ["nice", "-n", "10", *tapelint_command(), "check", "--format", "json", "--semantics", semantics,
+         "--jobs", str(jobs), "--exclude", "*.ipynb", root],
+        capture_output=True,
+        text=True,
+    )
+    try:  # exit 2 with a report: some file hit an internal error, the others were checked
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return f"tapelint exited {done.returncode} without a report: {done.stderr.strip()[-200:]}"
+    found = {(os.path.relpath(d["path"], root), d["code"], d["range"]["start"]["line"]) for d in report["diagnostics"]}
+    # A file that crashed the analysis reports nothing: keep it visible as a pseudo-finding.
+    return found | {(os.path.relpath(e["path"], root), "error", 0) for e in report.get("errors", ())}
+
+
+def judge(plant: Plant, before: set[tuple[str, str, int]], after: set[tuple[str, str, int]]) -> Outcome:
+    new = sorted(after - before)
+    expected = (plant.line, *plant.also)
+    near = [
+        f for f in new
+        if f[0] == plant.file and f[1] == plant.rule and any(abs(f[2] - line) <= NEAR for line in expected)
+    ]
+    if near:
+        return Outcome(plant, "found", f"line {near[0][2]}")
+    if (plant.file, "error", 0) in after:
+        return Outcome(plant, "missed", "the planted file hit an internal error")
+    other = ", ".join(f"{code} {path}:{line}" for path, code, line in new[:3])
+    return Outcome(plant, "missed", f"new findings elsewhere: {other}" if other else "no new finding")
+
+
+def run_plants(chosen: Sequence[Plant], dest: str, semantics: str, jobs: int) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    baselines: dict[str, set[tuple[str, str, int]] | str] = {}
+    for plant in chosen:
+        source = os.path.join(dest, plant.project)
+        if not os.path.isdir(source):
+            outcomes.append(Outcome(plant, "refused", f"project {plant.project} is not in the corpus (run corpus.py)"))
+            continue
+        with tempfile.TemporaryDirectory(prefix="tapelint-plant-") as scratch:
+            copy = os.path.join(scratch, plant.project)
+            shutil.copytree(source, copy, symlinks=True)
+            problem = apply(plant, copy)
+            if problem:
+                outcomes.append(Outcome(plant, "refused", problem))
+                continue
+            if plant.project not in baselines:
+                baselines[plant.project] = findings(source, semantics, jobs)
+            before, after = baselines[plant.project], findings(copy, semantics, jobs)
+        if isinstance(before, str) or isinstance(after, str):
+            outcomes.append(Outcome(plant, "error", before if isinstance(before, str) else str(after)))
+            continue
+        outcomes.append(judge(plant, before, after))
+        print(f"  {len(outcomes):2}. {plant.project}: {outcomes[-1].verdict}", file=sys.stderr, flush=True)
+    return outcomes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dest", help="corpus folder (as for corpus.py)")
+    parser.add_argument("--only", nargs="+", type=int, metavar="N", help="only these plants (1-based)")
+    parser.add_argument("--semantics", choices=("torch", "strict"), default="torch")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", help="also write the outcomes as JSON to this file")
+    args = parser.parse_args(argv)
+    dest = os.path.abspath(corpus_dest(args.dest))
+    numbered = list(enumerate(PLANTS, 1))
+    chosen = [(n, p) for n, p in numbered if not args.only or n in args.only]
+    outcomes = run_plants([p for _, p in chosen], dest, args.semantics, args.jobs)
+
+    print(f"{'#':>2} {'project':27} {'file:line':58} {'rule':5} {'LLM':3}  result")
+    for (n, plant), outcome in zip(chosen, outcomes):
+        where = f"{plant.file}:{plant.line}"
+        print(f"{n:2} {plant.project:27} {where:58} {plant.rule:5} {'yes' if plant.llm else '':3}  "
+              f"{outcome.verdict}  ({outcome.detail})")
+        print(f"{'':3}{plant.hazard}")
+    ran = [o for o in outcomes if o.verdict in ("found", "missed")]
+    found = sum(1 for o in ran if o.verdict == "found")
+    llm = [o for o in ran if o.plant.llm]
+    print(f"recall ({args.semantics}): {found}/{len(ran)} found"
+          f"; LLM fine-tuning/RLHF: {sum(1 for o in llm if o.verdict == 'found')}/{len(llm)}"
+          f"; refused {sum(1 for o in outcomes if o.verdict == 'refused')}"
+          f"; errors {sum(1 for o in outcomes if o.verdict == 'error')}")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump([{"plant": n, **asdict(plant), "verdict": o.verdict, "detail": o.detail}
+                       for (n, plant), o in zip(chosen, outcomes)], handle, indent=1)
+    return 0 if all(o.verdict != "refused" and o.verdict != "error" for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
