@@ -21,6 +21,7 @@ are accepted wherever rules are named):
     report-unused-suppressions = false
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
+    src = ["src"]                 # where first-party imports are found (besides each file's directory)
 
 Globs are relative to the directory of the pyproject they come from. A glob
 without `/` matches any path component (`legacy`, `test_*.py`); one with
@@ -107,6 +108,7 @@ class Config:
     report_unused_suppressions: bool | None = None
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
+    src: tuple[str, ...] = ()  # absolute directories
 
 
 @dataclass(frozen=True)
@@ -199,12 +201,13 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         report_unused_suppressions=reader.boolean("report-unused-suppressions", get("report-unused-suppressions")),
         backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
+        src=tuple(os.path.join(os.path.dirname(os.path.abspath(path)), d) for d in reader.strings("src", get("src", []))),
     )
 
 
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
-    "unsafe-fixes", "report-unused-suppressions", "backward-functions", "tracked-functions",
+    "unsafe-fixes", "report-unused-suppressions", "backward-functions", "tracked-functions", "src",
 )
 
 
@@ -350,6 +353,8 @@ class Resolver:
             tracked_functions=config.tracked_functions,
             unsafe_fixes=bool(_first(cli.unsafe_fixes, config.unsafe_fixes)),
             report_unused_suppressions=UNUSED_SUPPRESSION in enabled,
+            src=config.src,
+            project_root=config.root,
         )
 
     def excluder(self) -> "ConfigExcluder":

@@ -22,6 +22,10 @@ class Settings:
     unsafe_fixes: bool = False
     # Report suppression comments that suppress nothing (TL901).
     report_unused_suppressions: bool = False
+    # Where first-party imports are found besides each file's own directory
+    # (config `src`, absolute), and the project root ("" = the current directory).
+    src: tuple[str, ...] = ()
+    project_root: str = ""
 
     def enabled(self, code: str) -> bool:
         if code in self.ignore:

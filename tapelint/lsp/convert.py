@@ -10,6 +10,7 @@ underlines the right characters.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from lsprotocol import types
 from pygls.workspace import PositionCodec
@@ -48,8 +49,7 @@ def to_lsp_diagnostic(diagnostic: Diagnostic, text: DocumentText) -> types.Diagn
     failing backward, accumulator) becomes relatedInformation, its role first."""
     related = [
         types.DiagnosticRelatedInformation(
-            # `lint_source` reports every location in the file it was given.
-            location=types.Location(uri=text.uri, range=text.range(r.range)),
+            location=_location(r.path, r.range, text),
             message=f"{r.role.value}: {r.message}",
         )
         for r in diagnostic.related
@@ -62,6 +62,16 @@ def to_lsp_diagnostic(diagnostic: Diagnostic, text: DocumentText) -> types.Diagn
         source=SOURCE,
         related_information=related or None,
     )
+
+
+def _location(path: str, range_: Range, text: DocumentText) -> types.Location:
+    """In the linted document, or in another file of the project (a line
+    inside an imported model: positions in code points, as on disk)."""
+    if path == text.path:
+        return types.Location(uri=text.uri, range=text.range(range_))
+    other = types.Range(start=types.Position(line=range_.start.line - 1, character=range_.start.column),
+                        end=types.Position(line=range_.end.line - 1, character=range_.end.column))
+    return types.Location(uri=Path(path).resolve().as_uri(), range=other)
 
 
 def quick_fixes(
