@@ -27,10 +27,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from fixture_spec import fixture_paths, parse_fixture  # noqa: E402
+from fixture_spec import fixture_paths, parse_fixture, project_fixture_paths  # noqa: E402
 
 RUNNER = Path(__file__).with_name("torch_fixture_runner.py")
-PATHS = fixture_paths()
+PATHS = fixture_paths() + project_fixture_paths()  # a project's file runs from its folder
 TOTAL_TIMEOUT_S = 300
 
 # Programs with a known outcome, run alongside the fixtures: they prove that the
