@@ -211,7 +211,12 @@ def call_values(frame: "Frame", call: cst.Call, func: cst.BaseExpression, callee
     out: set = set()
     if type(func) is cst.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env:
         return builtin_call(frame, call, func.value, args, state)
+    # A module frozen on some path (`if not requires_grad: for p in self.parameters(): ...`):
+    # its frozen version stands for it, so its output is tracked only through its inputs.
+    maybe_frozen = {v.class_name for v in callee if isinstance(v, ModuleRef) and v.frozen}
     for value in callee:
+        if isinstance(value, ModuleRef) and not value.frozen and value.class_name in maybe_frozen:
+            continue
         if isinstance(value, FunctionRef):
             out |= inline(frame, call, value.node, args, state, owner=None, closure=value.closure)
         elif isinstance(value, ClassRef):
@@ -267,12 +272,17 @@ def module_call(frame: "Frame", call: cst.Call, func: cst.BaseExpression, module
             return result
     parents = [p for _, v in args for p in frame.graph_values(v, state)]
     tracked = None
-    if module.parametric and not module.frozen:
+    if module.parametric and not module.frozen and not (info is not None and _freezes_itself(info)):
         tracked = Tracked.YES
         parents.append(frame.store.parameter_leaf(module))
     label = f"{dotted_name(func) or module.class_name}(...)"
     node = frame.store.node(frame, state, call, label, parents, module.saves, tracked)
     return frozenset((node,))
+
+
+def _freezes_itself(info: ClassInfo) -> bool:
+    """Does `__init__` switch the parameters of its submodules off (on some path)?"""
+    return any(isinstance(v, ModuleRef) and v.frozen for vals in info.state.values() for v in vals)
 
 
 def unknown_call(frame: "Frame", call: cst.Call, args: Args, state: State, receiver_unknown: bool) -> Vals:
@@ -292,13 +302,14 @@ def inline(frame: "Frame", call: cst.CSTNode, fn: cst.FunctionDef, args: Args, s
     loops (a training step called once per iteration)."""
     share_self = share_self and owner is not None
     if frame.depth >= INLINE_DEPTH or fn in frame.context or not frame.recorder.enter_call(fn, share_self):
-        # A function of this file we will not look into (recursion, depth): its
-        # result may well be detached (`repackage_hidden`), so it is unknown.
+        # A function of the project we will not look into (recursion, depth): its
+        # result may well be detached (`repackage_hidden` calls itself on each
+        # element of a tuple), so it is unknown, and no walk goes through it to
+        # what it was given.
         if not type(call) is cst.Call:
             return EMPTY
-        parents = [p for _, v in args for p in frame.graph_values(v, state)]
-        return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", parents, Saves.UNKNOWN,
-                                           Tracked.UNKNOWN),))
+        return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", (), Saves.UNKNOWN,
+                                           Tracked.UNKNOWN, leaf=True),))
     nested = type(frame.scope) is cst.FunctionDef and _encloses(frame.scope, fn)
     home = frame.program.home_of(fn)
     if home is frame.program:
