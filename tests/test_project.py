@@ -256,3 +256,18 @@ def test_project_lookup_guards_cycles(tmp_path):
     assert project.lookup(summary, ["X"]) is None
 
 
+
+
+def test_modules_loaded_per_analysis_are_bounded(tmp_path):
+    """Past MAX_MODULES_PER_ANALYSIS other modules, a name is unknown (as
+    without project analysis): the cost of a file importing its whole
+    package stays bounded."""
+    from tapelint.analysis.project import MAX_MODULES_PER_ANALYSIS
+
+    count = MAX_MODULES_PER_ANALYSIS + 3
+    files = {f"m{i}.py": MODEL for i in range(count)}
+    uses = "\n".join(f"import m{i}\nn{i} = m{i}.Net()" for i in range(count))
+    write(tmp_path, {**files, "first.py": HOISTED.format(imports=uses, make="m0.Net()"),
+                     "last.py": HOISTED.format(imports=uses, make=f"m{count - 1}.Net()")})
+    first, last = lint(tmp_path / "first.py"), lint(tmp_path / "last.py")
+    assert [code for code, _ in first] == ["TL001"] and last == []

@@ -36,7 +36,11 @@ if TYPE_CHECKING:
 # Files larger than this are not analysed as imported modules (torch's
 # `functional.py` is 230k characters): their parse would cost more than the
 # file being linted, for definitions a big library module rarely lends.
-MAX_MODULE_CHARS = 150_000
+MAX_MODULE_CHARS = 60_000
+# Other modules one analysis loads at most: a training script reaches a few
+# (models, data, utils); a library file importing dozens of its package's
+# modules would pay their parses for definitions it rarely calls.
+MAX_MODULES_PER_ANALYSIS = 8
 # Source characters kept parsed per process (libcst holds ~600 bytes each).
 MAX_CACHED_CHARS = 500_000
 VOCABULARY_PACKAGES = frozenset(("torch",))
@@ -326,6 +330,8 @@ class Project:
         if os.path.isdir(path):
             self.loaded[path] = None
             return None
+        if sum(1 for p in self.loaded.values() if p is not None) > MAX_MODULES_PER_ANALYSIS:
+            return None  # past the bound: unknown, as without project analysis
         module = self.cache.module(path)
         if module is None:
             self.loaded[path] = None
