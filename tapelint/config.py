@@ -24,6 +24,7 @@ are accepted wherever rules are named):
     file-memory-mb = 4096         # memory per file (flag --file-memory-mb)
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
+    src = ["src"]                 # where first-party imports are found (besides each file's directory)
 
 Globs are relative to the directory of the pyproject they come from. A glob
 without `/` matches any path component (`legacy`, `test_*.py`); one with
@@ -126,6 +127,7 @@ class Config:
     file_memory_mb: int | None = None
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
+    src: tuple[str, ...] = ()  # absolute directories
 
 
 @dataclass(frozen=True)
@@ -227,13 +229,14 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         file_memory_mb=reader.positive("file-memory-mb", get("file-memory-mb"), int),
         backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
+        src=tuple(os.path.join(os.path.dirname(os.path.abspath(path)), d) for d in reader.strings("src", get("src", []))),
     )
 
 
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
     "unsafe-fixes", "report-unused-suppressions", "output-format", "backward-functions", "tracked-functions",
-    "file-timeout", "file-memory-mb",
+    "file-timeout", "file-memory-mb", "src",
 )
 
 
@@ -397,6 +400,8 @@ class Resolver:
             report_unused_suppressions=UNUSED_SUPPRESSION in enabled,
             file_timeout=_first(cli.file_timeout, config.file_timeout) or Settings.file_timeout,
             file_memory_mb=_first(cli.file_memory_mb, config.file_memory_mb) or Settings.file_memory_mb,
+            src=config.src,
+            project_root=config.root,
         )
 
     def excluder(self, named: tuple[str, ...] = ()) -> "ConfigExcluder":

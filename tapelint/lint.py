@@ -24,6 +24,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tapelint.analysis.driver import analyze_module
+from tapelint.origins import with_origins
 from tapelint.precheck import may_hold_hazard
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.rules import ALL_RULES
@@ -52,7 +53,7 @@ def lint_source(source: str, path: str, settings: Settings, precheck: bool = Tru
     refused = _python_refusal(source, path, settings)
     if refused is not None:
         return FileResult(path, diagnostics=refused)
-    if precheck and not may_hold_hazard(source, settings):
+    if precheck and not may_hold_hazard(source, settings, path):
         return FileResult(path, skipped=True)
     if len(source) * PARSER_BYTES_PER_CHARACTER > settings.file_memory_mb * 2**20:
         limit = settings.file_memory_mb * 2**20 // PARSER_BYTES_PER_CHARACTER // 1024
@@ -106,8 +107,8 @@ def _python_recursion_limit() -> Iterator[None]:
 
 
 def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:
-    hazards = analyze_module(module, settings, lines=source.count("\n") + 1)
-    if not hazards:
+    located = analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
+    if not located:
         return ()
     positions: dict[cst.CSTNode, object] = {}
 
@@ -126,7 +127,10 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
     for rule_class in ALL_RULES:
         if not settings.enabled(rule_class.code):
             continue
-        # Under --semantics torch, a reuse that only a strict tape rejects is not reported.
-        for diagnostic in rule_class().check(hazards, ctx, settings.semantics):
-            found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
+        rule = rule_class()
+        for item in located:
+            # Under --semantics torch, a reuse that only a strict tape rejects is not reported.
+            for diagnostic in rule.check((item.hazard,), ctx, settings.semantics):
+                diagnostic = with_origins(diagnostic, item.origins, path)
+                found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
     return tuple(sorted(found.values(), key=lambda d: d.sort_key))

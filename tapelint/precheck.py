@@ -9,7 +9,10 @@ exception, TL003 in an evaluation loop, needs a loop, an accumulating
 statement, and a value tracked by construction — which only a literal
 `requires_grad=True`/`requires_grad_()`, a `Parameter`, `parameters()`, a
 parametric layer of `torch.nn` (a module class of the file owns parameters
-only through those), or a configured tracked function can produce.
+only through those), a library model factory (`from_pretrained(`), or a
+configured tracked function can produce. (A model imported from another
+file of the project is not seen here: an evaluation loop over it is found
+when the file has one of these markers, a backward for one.)
 
 Only substring searches here (a regular expression is tried only once a
 substring matched): they cost a few milliseconds per megabyte.
@@ -19,8 +22,11 @@ package that a skipped file never has a diagnostic.
 
 from __future__ import annotations
 
+import os
 import re
 
+from tapelint.analysis.project import find_absolute, find_relative, roots_for
+from tapelint.files import SourceError, read_source
 from tapelint.ops import PARAMETRIC_MODULES
 from tapelint.settings import Settings
 
@@ -35,19 +41,70 @@ _REQUIRES_GRAD = re.compile(
     r"requires_grad\s*=\s*(?:True\b|0*[1-9])"
     r"|requires_grad_\(\s*(?:requires_grad\s*=\s*)?(?:True\b|0*[1-9]|\))"
 )
-_TRACKING = ("Parameter(", "parameters(") + tuple(f"{m}(" for m in PARAMETRIC_MODULES)
+_TRACKING = ("Parameter(", "parameters(", "from_pretrained(", "from_config(", "get_peft_model(", "instantiate(") + tuple(
+    f"{m}(" for m in PARAMETRIC_MODULES)
 _LOOPS = ("for ", "while ")
 # `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
 _ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")
 _COMMENT_LINE = re.compile(r"^[ \t]*#[^\r\n]*", re.MULTILINE)
 
 
-def may_hold_hazard(source: str, settings: Settings) -> bool:
+def may_hold_hazard(source: str, settings: Settings, path: str | None = None) -> bool:
+    """With `path`, also true when a first-party module the file imports
+    holds a marker: a hazard may run through that module's code from here
+    (`train(model, loader)` of another file, called with this file's model)."""
+    if _holds_marker(source, settings):
+        return True
+    return path is not None and _imports_marker(source, path, settings)
+
+
+def _holds_marker(source: str, settings: Settings) -> bool:
     if not _has_marker(source, settings):
         return False
     # A marker may sit in a comment (`# x.backward() would fail here`): look
     # again without whole-line comments, which hold no code.
     return "#" not in source or _has_marker(_COMMENT_LINE.sub("", source), settings)
+
+
+def _imports_marker(source: str, path: str, settings: Settings) -> bool:
+    """A first-party module imported here holds a marker, or lends tracked
+    values (a model class) to this file's loop that accumulates."""
+    if "import" not in source:
+        return False
+    roots = roots_for(path, settings.src, settings.project_root)
+    accumulates = any(m in source for m in _LOOPS) and any(m in source for m in _ACCUMULATING)
+    for match in _IMPORT_LINE.finditer(source):
+        dots, name, plain = match.groups()
+        found = find_relative(len(dots), name, path) if dots else find_absolute(name or plain, roots)
+        if found is None or not os.path.isfile(found):
+            continue
+        marked, tracks = _markers_of(found, settings)
+        if marked or (tracks and accumulates):
+            return True
+    return False
+
+
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE)
+_MARKERS: dict[tuple, tuple[bool, bool]] = {}  # (path, mtime, size, names) -> (holds a marker, tracks)
+
+
+def _markers_of(path: str, settings: Settings) -> tuple[bool, bool]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False, False
+    key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
+    found = _MARKERS.get(key)
+    if found is None:
+        if len(_MARKERS) > 4096:
+            _MARKERS.clear()
+        try:
+            code = _COMMENT_LINE.sub("", read_source(path))
+            found = (_has_marker(code, settings), _tracks_by_construction(code))
+        except SourceError:
+            found = (False, False)
+        _MARKERS[key] = found
+    return found
 
 
 def _has_marker(source: str, settings: Settings) -> bool:

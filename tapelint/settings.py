@@ -28,6 +28,10 @@ class Settings:
     # package needs under a tenth of either.
     file_timeout: float = 120.0
     file_memory_mb: int = 4096
+    # Where first-party imports are found besides each file's own directory
+    # (config `src`, absolute), and the project root ("" = the current directory).
+    src: tuple[str, ...] = ()
+    project_root: str = ""
 
     def enabled(self, code: str) -> bool:
         if code in self.ignore:

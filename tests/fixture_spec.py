@@ -199,5 +199,11 @@ def fixture_paths(directory: Path = FIXTURES_DIR) -> list[Path]:
     return sorted(p for p in directory.glob("*.py") if p.is_file())
 
 
+def project_fixture_paths(directory: Path = FIXTURES_DIR / "projects") -> list[Path]:
+    """The file that reports in each multi-file fixture project (a folder
+    under `fixtures/projects/`): the one that starts with the header."""
+    return sorted(p for p in directory.glob("*/**/*.py") if p.read_text(encoding="utf-8").startswith("# fixture:"))
+
+
 def load_fixtures(directory: Path = FIXTURES_DIR) -> list[FixtureSpec]:
     return [parse_fixture(p) for p in fixture_paths(directory)]

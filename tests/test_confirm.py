@@ -13,14 +13,14 @@ import pytest
 pytest.importorskip("numpy")
 
 from declared_runs import assert_engine_run  # noqa: E402
-from fixture_spec import PROFILES, fixture_paths, parse_fixture  # noqa: E402
+from fixture_spec import PROFILES, fixture_paths, parse_fixture, project_fixture_paths  # noqa: E402
 from tapelint.confirm import judge  # noqa: E402
 from tapelint.diagnostics import Semantics  # noqa: E402
 from tapelint.lint import lint_source  # noqa: E402
 from tapelint.settings import Settings  # noqa: E402
 from tapelint_engine.runner import run_program  # noqa: E402
 
-PATHS = fixture_paths()
+PATHS = fixture_paths() + project_fixture_paths()  # a project's file runs from its folder
 CASES = [(path, profile) for path in PATHS for profile in PROFILES]
 
 

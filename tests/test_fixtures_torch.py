@@ -25,9 +25,9 @@ import pytest
 pytest.importorskip("torch")
 
 from declared_runs import assert_torch_run, run_under_torch  # noqa: E402
-from fixture_spec import fixture_paths, parse_fixture  # noqa: E402
+from fixture_spec import fixture_paths, parse_fixture, project_fixture_paths  # noqa: E402
 
-PATHS = fixture_paths()
+PATHS = fixture_paths() + project_fixture_paths()  # a project's file runs from its folder
 
 # Programs with a known outcome, run alongside the fixtures: they prove that the
 # harness tells the outcomes apart (so that a wrong header cannot pass).

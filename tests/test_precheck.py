@@ -23,7 +23,7 @@ STRICT = Settings(semantics=Semantics.STRICT)
 def _hazards_when_not_prechecked(path: str) -> tuple[str, list[str]]:
     """Full analysis of a file the pre-check skips (strict: the widest profile)."""
     source = Path(path).read_text(encoding="utf-8", errors="replace")
-    if may_hold_hazard(source, STRICT):
+    if may_hold_hazard(source, STRICT, path):  # with the path: what the file imports counts too
         return path, []
     result = lint_source(source, path, STRICT, precheck=False)
     return path, [f"{d.code}:{d.range.start.line}" for d in result.diagnostics if d.code != "TL900"]
@@ -82,3 +82,19 @@ def test_skipping_loses_nothing_on_the_torch_package():
     with ProcessPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         lost = [hit for hit in pool.map(_hazards_when_not_prechecked, files, chunksize=16) if hit[1]]
     assert lost == []
+
+
+def test_a_file_whose_import_holds_the_backward_is_not_skipped(tmp_path):
+    """`train(model, data)` of another file of the project runs the backward:
+    the calling file has no marker of its own, but is analysed."""
+    (tmp_path / "trainer.py").write_text("def train(model, x):\n    model(x).sum().backward()\n")
+    (tmp_path / "models.py").write_text("import torch.nn as nn\nclass Net(nn.Module):\n    fc = nn.Linear(2, 2)\n")
+    code = "from trainer import train\ntrain(model, x)\n"
+    main = str(tmp_path / "main.py")
+    assert not may_hold_hazard(code, Settings())
+    assert may_hold_hazard(code, Settings(), main)
+    # a first-party model lends tracked values to a loop that accumulates here
+    loop = "from models import Net\nnet = Net()\nfor x in xs:\n    total += net(x)\n"
+    assert may_hold_hazard(loop, Settings(), main)
+    assert not may_hold_hazard("from models import Net\nnet = Net()\n", Settings(), main)
+    assert not may_hold_hazard("import numpy\nfor x in xs:\n    total += x\n", Settings(), main)

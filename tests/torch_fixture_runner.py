@@ -159,6 +159,23 @@ def _anomaly_node_line(caught, filename):
     return None
 
 
+@contextlib.contextmanager
+def _from_its_folder(filename: str):
+    """Run a project fixture as `python train.py` would from its folder: that
+    folder first on sys.path, and the project's modules forgotten afterwards
+    (another project has a `models.py` too)."""
+    folder = os.path.dirname(filename)
+    sys.path.insert(0, folder)
+    loaded = set(sys.modules)
+    try:
+        yield
+    finally:
+        sys.path.remove(folder)
+        for name in set(sys.modules) - loaded:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(folder + os.sep):
+                del sys.modules[name]
+
+
 def run_fixture(path: str) -> dict:
     filename = os.path.abspath(path)
     tracer = _Tracer(filename)
@@ -175,7 +192,7 @@ def run_fixture(path: str) -> dict:
             warnings.simplefilter("always")
             sys.settrace(tracer.global_trace)
             try:
-                with tagger:
+                with tagger, _from_its_folder(filename):
                     namespace = runpy.run_path(filename, run_name="__main__")
             except _Timeout:
                 result.update(kind="timeout")

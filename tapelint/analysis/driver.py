@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from tapelint.analysis.accumulation import Accumulations
+from tapelint.analysis.anchors import Located, relocate
 from tapelint.analysis.hazards import HazardLog
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
@@ -36,12 +37,15 @@ MIN_WORK = 20_000
 INLINE_BUDGET = 300  # inlined calls per module, to bound the cost on huge files
 
 
-def analyze_module(module: cst.Module, settings: Settings, lines: int = 0) -> list[Hazard]:
-    """Every hazard of one module; `lines`, its length, sizes the work budget."""
-    analysis = ModuleAnalysis(module, settings, lines)
+def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path: str = "") -> list[Located]:
+    """Every hazard of one module, placed in it (`anchors`); `lines`, its
+    length, sizes the work budget; `path`, where it is, resolves its
+    first-party imports (none without it)."""
+    analysis = ModuleAnalysis(module, settings, lines, path)
     analysis.run()
-    found = analysis.results()
+    found = relocate(analysis.results(), analysis.program, analysis.contexts())
     analysis.store.release()
+    analysis.program.release()
     return found
 
 
@@ -52,8 +56,8 @@ class OutOfBudget(Exception):
 class ModuleAnalysis:
     """One module's analysis: its program, node store, hazard log and accumulations."""
 
-    def __init__(self, module: cst.Module, settings: Settings, lines: int = 0) -> None:
-        self.program = Program.of(module, settings)
+    def __init__(self, module: cst.Module, settings: Settings, lines: int = 0, path: str = "") -> None:
+        self.program = Program.root(module, settings, path) if path else Program.of(module, settings)
         self.store = NodeStore(module)
         self.log = HazardLog(self.store)
         self.accumulations = Accumulations()
@@ -76,8 +80,7 @@ class ModuleAnalysis:
         program = self.program
         try:
             for info in program.classes.values():  # what instances hold, for calls in module code
-                if "__init__" in info.methods:
-                    info.state = self._analyze_function(info.methods["__init__"], info, {}, collect_self=True)
+                self.initialise(info)
             top = self._frame(program.module, (), None, ())
             self.module_env = top.exec_block(program.module.body, State({}, {}, {})).env
             for fn in reversed(list(program.functions.values())):
@@ -96,9 +99,17 @@ class ModuleAnalysis:
         found: list[Hazard] = list(self.log.found({id(node) for node in accumulated}))
         return found + list(accumulated.values())
 
+    def contexts(self) -> list[tuple[cst.CSTNode, tuple]]:
+        """Each node's site and each backward's call, with the chain of calls it ran under."""
+        nodes = [(key[0], key[1]) for key in self.store.nodes if type(key[1]) is tuple]
+        return nodes + [(event.call, event.context) for event in self.events.values()]
+
     def _frame(self, scope: cst.CSTNode, context: tuple, owner: Optional[ClassInfo],
                fallback: tuple[dict[str, Vals], ...]) -> Frame:
-        return Frame(self.program, self.store, self, scope=scope, loops=(), context=context, owner=owner,
+        program = self.program.home_of(scope)
+        if program is not self.program:
+            fallback = ()  # another module's function: not this module's names
+        return Frame(program, self.store, self, scope=scope, loops=(), context=context, owner=owner,
                      fallback=fallback)
 
     def _analyze_class(self, info: ClassInfo) -> None:
@@ -177,6 +188,13 @@ class ModuleAnalysis:
                      target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence,
                      node: Optional[AbstractNode], no_grad: bool) -> None:
         self.accumulations.note(loops, context, statement, target, lists, added, node, no_grad)
+
+    def initialise(self, info: ClassInfo) -> None:
+        if info.initialised:
+            return
+        info.initialised = True
+        if "__init__" in info.methods:
+            info.state = self._analyze_function(info.methods["__init__"], info, {}, collect_self=True)
 
     def enter_call(self, fn: cst.FunctionDef, shares_self: bool) -> bool:
         if self.inline_budget <= 0:

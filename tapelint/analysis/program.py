@@ -1,16 +1,21 @@
 """The module's definitions as the interpreter sees them: its imports, its
 module-level functions, and its classes (which are `nn.Module`s, which own
-parameters, what their instances hold after `__init__`)."""
+parameters, what their instances hold after `__init__`) — and, through the
+project (`analysis.project`), the definitions its first-party imports lend:
+one `Program` per module an analysis reaches, so a class of another file is
+interpreted over that file's tree with that file's imports."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import libcst as cst
 
 from tapelint import ops
 from tapelint.analysis import torch_api
 from tapelint.analysis.imports import ImportMap, dotted_name
+from tapelint.analysis.project import Found, ModuleSummary, Project
 from tapelint.analysis.state import Vals
 from tapelint.analysis.syntax import walk_statements
 from tapelint.settings import Settings
@@ -23,6 +28,7 @@ class ClassInfo:
     is_module: bool
     parametric: bool
     state: dict[str, Vals] = field(default_factory=dict)  # self.* after __init__ and setup methods
+    initialised: bool = False  # `state` holds what `__init__` leaves (set by the driver)
 
 
 @dataclass
@@ -36,16 +42,72 @@ class Program:
     backward_names: frozenset[str]
     tracked_names: frozenset[str]
 
+    path: str = ""
+    summary: Optional[ModuleSummary] = None  # what it defines and imports, when part of a project
+    project: Optional[Project] = None
+
     @classmethod
-    def of(cls, module: cst.Module, settings: Settings) -> "Program":
+    def of(cls, module: cst.Module, settings: Settings, path: str = "", project: Optional[Project] = None) -> "Program":
         program = cls(module, ImportMap.of(module), {}, {}, frozenset(settings.backward_functions),
-                      frozenset(settings.tracked_functions))
+                      frozenset(settings.tracked_functions), path, None, project)
+        if project is not None and path:
+            program.summary = project.summary_of(path, module)
+            project.add(path, program)  # before its classes: an import cycle back here sees what is defined so far
+        homes = project.homes if project is not None else {}
         for stmt in module.body:
             if type(stmt) is cst.FunctionDef:
                 program.functions[stmt.name.value] = stmt
+                homes[stmt] = program
             elif type(stmt) is cst.ClassDef:
-                program.classes[stmt.name.value] = program._class_info(stmt)
+                info = program.classes[stmt.name.value] = program._class_info(stmt)
+                homes[stmt] = program
+                for method in info.methods.values():
+                    homes[method] = program
         return program
+
+    @classmethod
+    def root(cls, module: cst.Module, settings: Settings, path: str) -> "Program":
+        """The program of the file being linted, with the project its imports reach."""
+        def load(other: str, other_module: cst.Module, summary: ModuleSummary) -> Program:
+            return cls.of(other_module, settings, other, project)
+
+        project = Project(settings.src, settings.project_root, load)
+        return cls.of(module, settings, path, project)
+
+    def definition(self, dotted: str) -> Optional[Found]:
+        """The first-party definition (another module's function or class)
+        that the dotted name `dotted` stands for here, if any."""
+        summary = self.summary
+        if summary is None or self.project is None:
+            return None
+        head = dotted.partition(".")[0]
+        if head in self.functions or head in self.classes:
+            return None
+        if not head or (summary.import_of(head) is None and not summary.star_imports
+                        and summary.alias_of(head) is None):
+            return None
+        return self.project.lookup(summary, dotted.split("."))
+
+    def foreign_class(self, dotted: str) -> Optional[ClassInfo]:
+        found = self.definition(dotted)
+        if found is None or type(found.node) is not cst.ClassDef:
+            return None
+        return self.class_info(found.node)
+
+    def class_info(self, node: cst.ClassDef) -> Optional[ClassInfo]:
+        """The class `node` as defined here or in the module it comes from."""
+        home = self.home_of(node)
+        info = home.classes.get(node.name.value)
+        return info if info is not None and info.node is node else None
+
+    def home_of(self, node: cst.CSTNode) -> "Program":
+        """The program of the module that defines `node` (this one when unknown)."""
+        return self.project.homes.get(node, self) if self.project is not None else self
+
+    def release(self) -> None:
+        """Forget the project (its programs refer back to it) once the analysis is done."""
+        if self.project is not None:
+            self.project.close()
 
     def _class_info(self, node: cst.ClassDef) -> ClassInfo:
         methods = {s.name.value: s for s in node.body.body if type(s) is cst.FunctionDef}
@@ -59,7 +121,7 @@ class Program:
             return False
         if (self.imports.resolve(name) or "") in torch_api.MODULE_BASES:
             return True
-        local = self.classes.get(name)
+        local = self.classes.get(name) or self.foreign_class(name)
         return local is not None and local.is_module
 
     def _creates_parameters(self, node: cst.ClassDef) -> bool:
@@ -74,9 +136,11 @@ class Program:
                 callee = dotted_name(value.func) or ""
                 if callee.split(".")[-1] in parametric:
                     return True
+                if (foreign := self.foreign_class(callee)) is not None and foreign.parametric:
+                    return True
         return any(
-            (info := self.classes.get(dotted_name(base.value) or "")) is not None and info.parametric
-            for base in node.bases
+            (info := self.classes.get(name) or self.foreign_class(name)) is not None and info.parametric
+            for name in (dotted_name(base.value) or "" for base in node.bases)
         )
 
     def is_no_grad_function(self, fn: cst.FunctionDef) -> bool:

@@ -57,6 +57,42 @@ TENSOR_SELF_METHODS = frozenset(
 )
 # `optimizer.step()` / `zero_grad()`: a retained graph is not what the next backward relies on.
 BARRIER_METHODS = frozenset(("step", "zero_grad"))
+# Library model factories and wrappers (modern training code gets its model
+# from these, not from a class of its own). Their results are modules with
+# parameters: calling one records a tracked node (`outputs = model(**batch)`,
+# `outputs.loss`), under `no_grad` an untracked one; `model.generate(...)`
+# (no method of a library module is known to build graph) is untracked.
+# Wrappers return the module they wrap (canonical names).
+MODULE_WRAPPERS = frozenset(
+    ("torch.compile", "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+     "torch.distributed.fsdp.FullyShardedDataParallel",
+     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+     "peft.prepare_model_for_kbit_training", "peft.prepare_model_for_int8_training")
+)
+# Factories: the module passed in (`get_peft_model(model, cfg)`), else a library module.
+MODULE_FACTORIES = frozenset(
+    ("peft.get_peft_model", "peft.mapping.get_peft_model", "hydra.utils.instantiate")
+)
+# `X.from_pretrained(...)` / `X.from_config(...)` builds a model unless `X` names
+# one of the other things Hugging Face libraries load that way.
+PRETRAINED_CONSTRUCTORS = frozenset(("from_pretrained", "from_config"))
+NOT_MODULES_SUFFIXES = ("Tokenizer", "TokenizerFast", "Config", "Processor", "FeatureExtractor", "Scheduler",
+                        "Pipeline", "Extractor", "Dataset")
+# Fields of a model's output object (Hugging Face `ModelOutput`): tensors of their own.
+MODEL_OUTPUT_FIELDS = frozenset(("loss", "logits"))
+# `accelerator.prepare(model, optimizer, loader)`: returns its arguments (wrapped).
+PREPARE_METHODS = frozenset(("prepare", "prepare_model"))
+
+
+def builds_pretrained_module(raw: str, method: str) -> bool:
+    """Does `raw` (a dotted call such as `AutoModel.from_pretrained`) load a model?"""
+    if method not in PRETRAINED_CONSTRUCTORS:
+        return False
+    receiver = raw.rsplit(".", 1)[0].rsplit(".", 1)[-1] if "." in raw else ""
+    return bool(receiver) and not receiver.endswith(NOT_MODULES_SUFFIXES)
+
+
 # Recurrent layers by the shape of their state: one tensor, or an (h, c) tuple.
 TENSOR_STATE_MODULES = frozenset({"RNN", "GRU", "RNNCell", "GRUCell"})
 TUPLE_STATE_MODULES = frozenset({"LSTM", "LSTMCell"})

@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.workspace import PositionCodec
 
 from tapelint.diagnostics import Diagnostic, Fix, Range, Safety, Severity
+from tapelint.reporters.lsp import path_to_uri
 
 SOURCE = "tapelint"
 
@@ -58,7 +59,7 @@ def to_lsp_diagnostic(
 
     related = [
         types.DiagnosticRelatedInformation(
-            location=types.Location(uri=text_of(r.range).uri, range=text_of(r.range).range(r.range)),
+            location=_location(r.path, r.range, text_of(r.range)),
             message=f"{r.role.value}: {r.message}",
         )
         for r in diagnostic.related
@@ -71,6 +72,16 @@ def to_lsp_diagnostic(
         source=SOURCE,
         related_information=related or None,
     )
+
+
+def _location(path: str, range_: Range, text: DocumentText) -> types.Location:
+    """In the linted document, or in another file of the project (a line
+    inside an imported model: positions in code points, as on disk)."""
+    if path == text.path:
+        return types.Location(uri=text.uri, range=text.range(range_))
+    other = types.Range(start=types.Position(line=range_.start.line - 1, character=range_.start.column),
+                        end=types.Position(line=range_.end.line - 1, character=range_.end.column))
+    return types.Location(uri=path_to_uri(path), range=other)
 
 
 def quick_fixes(

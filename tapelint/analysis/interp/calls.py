@@ -1,7 +1,8 @@
 """Calls: configured backward and tracked functions, torch (`torch_calls`),
-methods of modules, lists and tensors, builtins, and the functions and
-classes of this module — interpreted at their call site (inlined), so the
-nodes they create and the backwards they run sit in the caller's loops."""
+library model factories and wrappers, methods of modules, lists and
+tensors, builtins, and the functions and classes of this module or of the
+first-party modules it imports — interpreted at their call site (inlined),
+so the nodes they create and the backwards they run sit in the caller's loops."""
 
 from __future__ import annotations
 
@@ -57,10 +58,18 @@ def eval_call(frame: "Frame", call: cst.Call, state: State) -> Vals:
         parents = [p for _, v in args for p in frame.graph_values(v, state)]
         return frozenset((frame.store.node(frame, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
     name = frame.canonical(func, raw)
-    if name is not None and (name == "torch" or name.startswith("torch.")):
+    if name is not None and name in torch_api.MODULE_WRAPPERS:
+        result = args[0][1] if args else EMPTY  # `torch.compile(model)`, `DDP(model)`: the module itself
+    elif name is not None and name in torch_api.MODULE_FACTORIES:
+        result = _library_module(args, name)
+    elif name is not None and (name == "torch" or name.startswith("torch.")):
         result = torch_call(frame, call, name, args, state)
     elif type(func) is cst.Attribute and raw is not None and (bound := frame.resolve(raw, state)) is not None:
         result = call_values(frame, call, func, bound, args, state)
+    elif type(func) is cst.Attribute and raw is not None and (lent := first_party(frame, raw)) is not None:
+        result = call_values(frame, call, func, lent, args, state)
+    elif type(func) is cst.Attribute and torch_api.builds_pretrained_module(raw or "", func.attr.value):
+        result = _pretrained(frame, func, state)
     elif type(func) is cst.Attribute:
         receiver = frame.eval(func.value, state)
         result = method_call(frame, call, func, receiver, args, state)
@@ -69,6 +78,37 @@ def eval_call(frame: "Frame", call: cst.Call, state: State) -> Vals:
         result = call_values(frame, call, func, callee, args, state)
     _call_function_arguments(frame, args, state)
     return result
+
+
+def first_party(frame: "Frame", dotted: str) -> Optional[Vals]:
+    """What a name that another module of the project defines is here: a
+    reference to that module's function or class, interpreted over its tree."""
+    found = frame.program.definition(dotted)
+    if found is None:
+        return None
+    if type(found.node) is cst.FunctionDef:
+        return frozenset((frame.store.function_ref(found.node, (), ()),))
+    info = frame.program.class_info(found.node)
+    if info is None:
+        return None
+    return frozenset((ClassRef(info.node, info.is_module, info.parametric),))
+
+
+def _library_module(args: Args, name: str) -> Vals:
+    """`get_peft_model(model, ...)`, `instantiate(cfg.model)`: the module passed
+    in when there is one, else a module of the library with parameters."""
+    passed = frozenset(v for _, vals in args[:1] for v in vals if isinstance(v, ModuleRef))
+    return passed or frozenset((ModuleRef(name.rsplit(".", 1)[-1], True, Saves.TENSORS),))
+
+
+def _pretrained(frame: "Frame", func: cst.Attribute, state: State) -> Vals:
+    """`AutoModelForCausalLM.from_pretrained(...)`: a module with parameters
+    (of the user's class, when the receiver is one)."""
+    receiver = frame.eval(func.value, state)
+    own = [v for v in receiver if isinstance(v, ClassRef) and v.is_module]
+    if own:
+        return frozenset(ModuleRef(c.node.name.value, c.parametric, Saves.TENSORS, user_class=c.node) for c in own)
+    return frozenset((ModuleRef(dotted_name(func.value) or "pretrained", True, Saves.TENSORS),))
 
 
 def _matches(raw: str, names: frozenset[str]) -> bool:
@@ -100,6 +140,12 @@ def method_call(frame: "Frame", call: cst.Call, func: cst.Attribute, receiver: V
         return EMPTY
     if method in torch_api.BARRIER_METHODS and not known_tensors:
         state.retained.clear()
+    if method in torch_api.PREPARE_METHODS and not tensors and not any(
+            isinstance(v, (ModuleRef, ListRef, SelfRef)) for v in receiver):
+        # `accelerator.prepare(model, opt, loader)` returns what it is given, wrapped.
+        if len(args) == 1:
+            return args[0][1]
+        return frozenset((tuple_of(vals for _, vals in args),))
     out: set = set()
     owner = frame.owner
     for value in receiver:
@@ -165,7 +211,12 @@ def call_values(frame: "Frame", call: cst.Call, func: cst.BaseExpression, callee
     out: set = set()
     if type(func) is cst.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env:
         return builtin_call(frame, call, func.value, args, state)
+    # A module frozen on some path (`if not requires_grad: for p in self.parameters(): ...`):
+    # its frozen version stands for it, so its output is tracked only through its inputs.
+    maybe_frozen = {v.class_name for v in callee if isinstance(v, ModuleRef) and v.frozen}
     for value in callee:
+        if isinstance(value, ModuleRef) and not value.frozen and value.class_name in maybe_frozen:
+            continue
         if isinstance(value, FunctionRef):
             out |= inline(frame, call, value.node, args, state, owner=None, closure=value.closure)
         elif isinstance(value, ClassRef):
@@ -221,12 +272,17 @@ def module_call(frame: "Frame", call: cst.Call, func: cst.BaseExpression, module
             return result
     parents = [p for _, v in args for p in frame.graph_values(v, state)]
     tracked = None
-    if module.parametric and not module.frozen:
+    if module.parametric and not module.frozen and not (info is not None and _freezes_itself(info)):
         tracked = Tracked.YES
         parents.append(frame.store.parameter_leaf(module))
     label = f"{dotted_name(func) or module.class_name}(...)"
     node = frame.store.node(frame, state, call, label, parents, module.saves, tracked)
     return frozenset((node,))
+
+
+def _freezes_itself(info: ClassInfo) -> bool:
+    """Does `__init__` switch the parameters of its submodules off (on some path)?"""
+    return any(isinstance(v, ModuleRef) and v.frozen for vals in info.state.values() for v in vals)
 
 
 def unknown_call(frame: "Frame", call: cst.Call, args: Args, state: State, receiver_unknown: bool) -> Vals:
@@ -241,26 +297,31 @@ def unknown_call(frame: "Frame", call: cst.Call, args: Args, state: State, recei
 
 def inline(frame: "Frame", call: cst.CSTNode, fn: cst.FunctionDef, args: Args, state: State,
            owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True) -> Vals:
-    """Interpret a call of a function of this module at its call site, so
+    """Interpret a call of a function of the project at its call site, so
     the nodes it creates and the backwards it runs sit in the caller's
     loops (a training step called once per iteration)."""
     share_self = share_self and owner is not None
     if frame.depth >= INLINE_DEPTH or fn in frame.context or not frame.recorder.enter_call(fn, share_self):
-        # A function of this file we will not look into (recursion, depth): its
-        # result may well be detached (`repackage_hidden`), so it is unknown.
+        # A function of the project we will not look into (recursion, depth): its
+        # result may well be detached (`repackage_hidden` calls itself on each
+        # element of a tuple), so it is unknown, and no walk goes through it to
+        # what it was given.
         if not type(call) is cst.Call:
             return EMPTY
-        parents = [p for _, v in args for p in frame.graph_values(v, state)]
-        return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", parents, Saves.UNKNOWN,
-                                           Tracked.UNKNOWN),))
+        return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", (), Saves.UNKNOWN,
+                                           Tracked.UNKNOWN, leaf=True),))
     nested = type(frame.scope) is cst.FunctionDef and _encloses(frame.scope, fn)
-    fallback = ((state.env,) if frame.is_module or nested else ()) + frame.fallback
+    home = frame.program.home_of(fn)
+    if home is frame.program:
+        fallback = ((state.env,) if frame.is_module or nested else ()) + frame.fallback
+    else:
+        fallback = ()  # another module's function sees its own module, not the caller's names
     if closure is not None and closure is not state.env:
         fallback = (closure,) + fallback
     callee_owner = owner if owner is not None else (frame.owner if nested else None)
     callee = frame.callee(fn, call, callee_owner, fallback)
     inner = State({}, state.released, state.retained, state.kept,
-                  state.no_grad or frame.program.is_no_grad_function(fn))
+                  state.no_grad or home.is_no_grad_function(fn))
     inner.env.update({k: v for k, v in state.env.items()
                       if k.startswith("<list@") or (share_self and k.startswith("self."))})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)

@@ -11,7 +11,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.calls import eval_call
+from tapelint.analysis.interp.calls import eval_call, first_party
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -73,6 +73,9 @@ def eval_name(frame: "Frame", expr: cst.Name, state: State) -> Vals:
     info = program.classes.get(name)
     if info is not None:
         return frozenset((ClassRef(info.node, info.is_module, info.parametric),))
+    lent = first_party(frame, name)
+    if lent is not None:
+        return lent
     if name in program.imports.aliases or name in torch_api.BUILTIN_NAMES:
         return EMPTY
     return frozenset((OPAQUE,))
@@ -82,6 +85,8 @@ def eval_attribute(frame: "Frame", expr: cst.Attribute, state: State) -> Vals:
     key = dotted_name(expr)
     if key is not None:
         head = key.split(".")[0]
+        if head not in state.env and (lent := first_party(frame, key)) is not None:
+            return lent  # `models.Net`: a class of another module
         if head in frame.program.imports.aliases and head not in state.env:
             return EMPTY  # torch.float32, np.pi: module attributes, not tensors
         vals = frame.resolve(key, state)
@@ -98,6 +103,8 @@ def eval_attribute(frame: "Frame", expr: cst.Attribute, state: State) -> Vals:
                 continue
             elif attr in ("T", "mT", "H", "mH"):
                 out.add(frame.store.node(frame, state, expr, "t", [value], Saves.NOTHING))
+            elif attr in torch_api.MODEL_OUTPUT_FIELDS:  # `outputs.loss`: a tensor of its own
+                out.add(frame.store.node(frame, state, expr, attr, [value], Saves.NOTHING))
             else:
                 out.add(value)  # `.values`, `.logits`, `.loss`: the same graph
         elif isinstance(value, ModuleRef):

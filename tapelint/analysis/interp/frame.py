@@ -53,6 +53,9 @@ class Recorder(Protocol):
     def enter_call(self, fn: cst.FunctionDef, shares_self: bool) -> bool:
         """May `fn` be interpreted at a call site (the inlining budget)? Records that it was."""
 
+    def initialise(self, info: ClassInfo) -> None:
+        """Fill `info.state` with what `__init__` leaves (a class of another module, met first here)."""
+
 
 class Frame:
     """One activation: a scope, its loops, its call context."""
@@ -87,8 +90,9 @@ class Frame:
 
     def callee(self, fn: cst.FunctionDef, call: cst.CSTNode, owner: Optional[ClassInfo],
                fallback: tuple[dict[str, Vals], ...]) -> "Frame":
-        """The frame of `fn` called at `call` from this frame: the caller's loops and context."""
-        return Frame(self.program, self.store, self.recorder, fn, self.loops, self.context + (call, fn), owner,
+        """The frame of `fn` called at `call` from this frame: the caller's loops and
+        context, and the program of the module that defines `fn`."""
+        return Frame(self.program.home_of(fn), self.store, self.recorder, fn, self.loops, self.context + (call, fn), owner,
                      fallback, self.depth + 1)
 
     # ------------------------------------------------------------ running
@@ -280,8 +284,10 @@ class Frame:
         """The class of this module an `nn.Module` instance was made from."""
         if module.user_class is None:
             return None
-        info = self.program.classes.get(module.user_class.name.value)
-        return info if info is not None and info.node is module.user_class else None
+        info = self.program.class_info(module.user_class)
+        if info is not None and not info.initialised:
+            self.recorder.initialise(info)
+        return info
 
 
 def _decorated(fn: cst.FunctionDef, name: str) -> bool:

@@ -368,6 +368,11 @@ def _freeze_parameters_loop(frame: "Frame", stmt: cst.For, state: State) -> None
     key = frame.target_key(it.func.value)
     if key is None:
         return
+    if key == "self":  # `for p in self.parameters()` in a method: every submodule on `self`
+        for name, vals in list(state.env.items()):
+            if name.startswith("self."):
+                state.env[name] = frozenset(replace(v, frozen=True) if isinstance(v, ModuleRef) else v for v in vals)
+        return
     vals = frame.lookup(key, state)
     state.env[key] = frozenset(replace(v, frozen=True) if isinstance(v, ModuleRef) else v for v in vals)
 

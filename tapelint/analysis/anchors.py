@@ -1,0 +1,176 @@
+"""Where a hazard found through another module's code is reported.
+
+The rules report in the file being linted, over its own tree. A hazard
+whose value was created — or whose backward, loop or accumulating statement
+runs — inside a function of another module is placed at the call in this
+file through which that code ran (the statement in the scope the user
+reads), and keeps where it really is as an `Origin`, which the report turns
+into a related location with the other file's own path and position. So no
+diagnostic ever points into another file's tree with this file's path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Iterable, Iterator, Optional, Sequence
+
+import libcst as cst
+
+from tapelint.analysis.findings import Hazard, HazardKind
+from tapelint.analysis.model import BackwardEvent, Loop
+from tapelint.analysis.program import Program
+from tapelint.diagnostics import Role
+
+_ROLES = {"definition": Role.DEFINITION, "first_backward": Role.FIRST_BACKWARD, "fails_at": Role.FAILS_AT,
+          "accumulator": Role.ACCUMULATOR}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A part of a hazard (`role`) that is really at `node` in another module."""
+
+    role: Role
+    node: cst.CSTNode
+    module: cst.Module
+    path: str  # absolute
+    function: str  # where in that module: "Net.forward"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A hazard whose nodes are all in the linted module, and where the
+    parts that were moved there really are."""
+
+    hazard: Hazard
+    origins: tuple[Origin, ...] = ()
+
+
+def relocate(hazards: Sequence[Hazard], root: Program, contexts: Iterable[tuple[cst.CSTNode, tuple]]) -> list[Located]:
+    """Place each hazard in the module of `root`; `contexts` pairs each
+    created node's site and each backward's call with the chain of calls it
+    ran under. A hazard that no call of this module leads to is left to
+    the module it is in."""
+    project = root.project
+    if project is None or not any(p is not None and p is not root for p in project.loaded.values()):
+        return [Located(h) for h in hazards]  # no other module took part
+    placer = _Placer(root, contexts)
+    placed = (placer.place(h) for h in hazards)
+    return [p for p in placed if p is not None]
+
+
+class _Placer:
+    def __init__(self, root: Program, contexts: Iterable[tuple[cst.CSTNode, tuple]]) -> None:
+        self.root = root
+        self.chains: dict[cst.CSTNode, list[tuple]] = {}
+        self.entries: dict[cst.FunctionDef, Optional[cst.Call]] = {}  # another module's function -> our call into it
+        for site, chain in contexts:
+            self.chains.setdefault(site, []).append(chain)
+            for call, fn in self._crossings(chain):
+                if self.entries.get(fn) is None:
+                    self.entries[fn] = call
+        self.members: dict[cst.FunctionDef, set[int]] = {}
+        self.names: dict[cst.FunctionDef, set[str]] = {}
+        self.events: dict[int, BackwardEvent] = {}
+
+    def _crossings(self, chain: tuple) -> Iterable[tuple[Optional[cst.Call], cst.FunctionDef]]:
+        """Each function of another module in `chain`, with the last call of
+        this module made before it."""
+        inside, last = True, None
+        for element in chain:
+            if type(element) is cst.FunctionDef:
+                inside = self.root.home_of(element) is self.root
+                if not inside:
+                    yield last, element
+            elif inside and type(element) is cst.Call:
+                last = element
+
+    def _foreign(self, node: cst.CSTNode) -> Optional[tuple[Optional[cst.Call], cst.FunctionDef]]:
+        """None when `node` is in this module; else our call it ran under and
+        the other module's function it is in."""
+        for chain in self.chains.get(node, ()):
+            functions = [e for e in chain if type(e) is cst.FunctionDef]
+            if functions and self.root.home_of(functions[-1]) is not self.root:
+                crossings = list(self._crossings(chain))
+                return crossings[-1] if crossings else (None, functions[-1])
+        for fn, call in self.entries.items():
+            members = self.members.get(fn)
+            if members is None:
+                members = self.members[fn] = {id(n) for n in _walk(fn)}
+            if id(node) in members:
+                return call, fn
+        return None
+
+    def place(self, hazard: Hazard) -> Optional[Located]:
+        origins: list[Origin] = []
+        changes: dict[str, object] = {}
+        events = [f.name for f in fields(hazard) if isinstance(getattr(hazard, f.name), BackwardEvent)]
+        for name in events:
+            event = getattr(hazard, name)
+            moved = self._event(event, name, origins)
+            if moved is None:
+                return None
+            changes[name] = moved
+        fallback = next((e.call for e in changes.values() if isinstance(e, BackwardEvent)), None)
+        for f in fields(hazard):
+            value = getattr(hazard, f.name)
+            if f.name in events or not isinstance(value, (cst.CSTNode, Loop)):
+                continue
+            node = value.node if isinstance(value, Loop) else value
+            found = self._foreign(node)
+            if found is None:
+                continue
+            call, fn = found
+            call = call or fallback
+            if call is None:
+                return None
+            if f.name in _ROLES:
+                origins.append(self._origin(_ROLES[f.name], node, fn))
+            if isinstance(value, Loop):
+                changes[f.name] = replace(value, node=call)
+            elif isinstance(value, cst.Arg):
+                changes[f.name] = None  # an argument of another file's call: no edit here
+            else:
+                changes[f.name] = call
+            if f.name == "definition" and hazard.kind is not HazardKind.CARRIED and self._named_in(hazard.value, fn):
+                # the name is the other function's (`out`): show the call that returns it here
+                text = self.root.module.code_for_node(call).strip()
+                changes["value"] = text if len(text) <= 40 else text[:37] + "..."
+        if not changes:
+            return Located(hazard)
+        if "definition" in changes and getattr(hazard, "anchor", None) is not None and \
+                changes.get("anchor", getattr(hazard, "anchor")) is changes["definition"]:
+            changes["anchor"] = None  # both at the one call of this file
+        return Located(replace(hazard, **changes), tuple(origins))  # type: ignore[arg-type]
+
+    def _named_in(self, value: str, fn: cst.FunctionDef) -> bool:
+        names = self.names.get(fn)
+        if names is None:
+            names = self.names[fn] = {n.value for n in _walk(fn) if type(n) is cst.Name}
+        return value.split(".")[0] in names
+
+    def _event(self, event: BackwardEvent, name: str, origins: list[Origin]) -> Optional[BackwardEvent]:
+        found = self._foreign(event.call)
+        if found is None:
+            return event
+        call, fn = found
+        origins.append(self._origin(_ROLES[name], event.call, fn))
+        if call is None:
+            return None
+        moved = self.events.get(id(event))
+        if moved is None:
+            moved = self.events[id(event)] = replace(event, call=call)
+        return moved
+
+    def _origin(self, role: Role, node: cst.CSTNode, fn: cst.FunctionDef) -> Origin:
+        home = self.root.home_of(fn)
+        owner = next((c.node.name.value for c in home.classes.values() if c.methods.get(fn.name.value) is fn), None)
+        function = f"{owner}.{fn.name.value}" if owner else fn.name.value
+        return Origin(role, node, home.module, home.path, function)
+
+
+def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)

@@ -1,0 +1,405 @@
+"""The module graph of a run: which file a first-party import names, each
+imported module parsed at most once per process, and what each module
+defines and imports (`ModuleSummary`: plain strings, so a cache across runs
+can store it).
+
+An import is first-party when it names a file under a root. Roots, in
+order: the importing file's own directory (relative imports count from it),
+the configured `src` directories, the project root (where the configuration
+was found, else the current directory). `torch` is never first-party: it is
+the vocabulary (`torch_api`), whatever the roots hold. A name that resolves
+to no file, or to a file that cannot be read or parsed, or is too large, is
+treated exactly as before project analysis: as a library name.
+
+Resolution is lazy (a module is parsed when the interpreter meets a name
+that leads to it) and guarded against cycles: a lookup that comes back to a
+(module, name) it is already resolving is unknown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+
+import libcst as cst
+
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.syntax import walk_statements
+from tapelint.files import SourceError, read_source
+
+if TYPE_CHECKING:
+    from tapelint.analysis.program import Program
+
+# Files larger than this are not analysed as imported modules (torch's
+# `functional.py` is 230k characters): their parse would cost more than the
+# file being linted, for definitions a big library module rarely lends.
+MAX_MODULE_CHARS = 60_000
+# Other modules one analysis loads at most: a training script reaches a few
+# (models, data, utils); a library file importing dozens of its package's
+# modules would pay their parses for definitions it rarely calls.
+MAX_MODULES_PER_ANALYSIS = 8
+# Source characters kept parsed per process (libcst holds ~600 bytes each).
+MAX_CACHED_CHARS = 500_000
+VOCABULARY_PACKAGES = frozenset(("torch",))
+
+
+@dataclass(frozen=True)
+class ImportTarget:
+    """What an import binds: module `path` itself (`name` None) or its attribute `name`."""
+
+    path: str  # a `.py` file, a package's `__init__.py`, or a namespace package's directory
+    name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """What one module defines and imports, as plain data (serialisable)."""
+
+    path: str
+    imports: tuple[tuple[str, ImportTarget], ...]  # first-party only: local name -> target
+    star_imports: tuple[str, ...]  # paths of `from m import *` modules, in order
+    functions: tuple[str, ...]
+    classes: tuple[str, ...]
+    aliases: tuple[tuple[str, str], ...]  # module level `Name = other.name`
+    exported: Optional[tuple[str, ...]]  # a literal `__all__`
+
+    def import_of(self, name: str) -> Optional[ImportTarget]:
+        return self._imports.get(name)
+
+    def alias_of(self, name: str) -> Optional[str]:
+        return self._aliases.get(name)
+
+    @cached_property
+    def _imports(self) -> dict[str, ImportTarget]:
+        return dict(self.imports)
+
+    @cached_property
+    def _aliases(self) -> dict[str, str]:
+        return dict(self.aliases)
+
+
+@dataclass(frozen=True)
+class ParsedModule:
+    module: cst.Module
+    summary: ModuleSummary
+
+
+# --------------------------------------------------------------- finding files
+
+
+def module_file(parts: Sequence[str], root: str) -> Optional[str]:
+    """The file (or namespace directory) of dotted module `parts` under `root`."""
+    base = os.path.join(root, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return base if parts and os.path.isdir(base) else None
+
+
+def is_package(path: str) -> bool:
+    return os.path.isdir(path) or os.path.basename(path) == "__init__.py"
+
+
+def package_dir(path: str) -> str:
+    return path if os.path.isdir(path) else os.path.dirname(path)
+
+
+def submodule(package: str, name: str) -> Optional[str]:
+    """Module `name` inside package `package` (a path from `module_file`)."""
+    return module_file((name,), package_dir(package)) if is_package(package) else None
+
+
+def roots_for(path: str, src: Sequence[str], project_root: str) -> tuple[str, ...]:
+    """Where absolute imports of the file at `path` are looked for."""
+    own = os.path.dirname(os.path.abspath(path))
+    roots = [own, *src, project_root or os.getcwd()]
+    return tuple(dict.fromkeys(os.path.abspath(r) for r in roots))
+
+
+def find_absolute(dotted: str, roots: Sequence[str]) -> Optional[str]:
+    parts = dotted.split(".")
+    if not parts[0] or parts[0] in VOCABULARY_PACKAGES:
+        return None
+    for root in roots:
+        found = module_file(parts, root)
+        if found is not None:
+            return found
+    return None
+
+
+def find_relative(level: int, dotted: str, importer: str) -> Optional[str]:
+    """`from ..a.b import x` in `importer`: the module `..a.b` names."""
+    base = os.path.dirname(os.path.abspath(importer))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    if not dotted:
+        return module_file((), base) if os.path.isfile(os.path.join(base, "__init__.py")) else base
+    return module_file(dotted.split("."), base)
+
+
+# --------------------------------------------------------------- summaries
+
+
+def summarise(module: cst.Module, path: str, roots: Sequence[str]) -> ModuleSummary:
+    """The definitions and first-party imports of `module` (at `path`)."""
+    imports: dict[str, ImportTarget] = {}
+    stars: list[str] = []
+    for stmt in walk_statements(module.body):
+        if type(stmt) is cst.Import:
+            _add_import(stmt, roots, imports)
+        elif type(stmt) is cst.ImportFrom:
+            _add_import_from(stmt, path, roots, imports, stars)
+    functions, classes, aliases = [], [], []
+    exported: Optional[tuple[str, ...]] = None
+    for stmt in module.body:
+        if type(stmt) is cst.FunctionDef:
+            functions.append(stmt.name.value)
+        elif type(stmt) is cst.ClassDef:
+            classes.append(stmt.name.value)
+        elif type(stmt) is cst.SimpleStatementLine:
+            for small in stmt.body:
+                if type(small) is not cst.Assign or len(small.targets) != 1:
+                    continue
+                target = small.targets[0].target
+                if type(target) is not cst.Name:
+                    continue
+                if target.value == "__all__":
+                    exported = _literal_names(small.value)
+                elif (source := dotted_name(small.value)) is not None:
+                    aliases.append((target.value, source))
+    return ModuleSummary(path, tuple(imports.items()), tuple(dict.fromkeys(stars)), tuple(functions),
+                         tuple(classes), tuple(aliases), exported)
+
+
+def _add_import(stmt: cst.Import, roots: Sequence[str], imports: dict[str, ImportTarget]) -> None:
+    for alias in stmt.names:
+        full = dotted_name(alias.name) or ""
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+            found = find_absolute(full, roots)
+            if found is not None:
+                imports[alias.asname.name.value] = ImportTarget(found)
+        else:  # `import a.b` binds `a`
+            head = full.split(".")[0]
+            found = find_absolute(head, roots)
+            if found is not None:
+                imports.setdefault(head, ImportTarget(found))
+
+
+def _add_import_from(stmt: cst.ImportFrom, path: str, roots: Sequence[str], imports: dict[str, ImportTarget],
+                     stars: list[str]) -> None:
+    dotted = dotted_name(stmt.module) if stmt.module is not None else ""
+    level = len(stmt.relative)
+    found = find_relative(level, dotted or "", path) if level else find_absolute(dotted or "", roots)
+    if found is None:
+        return
+    if type(stmt.names) is cst.ImportStar:
+        stars.append(found)
+        return
+    for alias in stmt.names:
+        name = dotted_name(alias.name) or ""
+        local = name
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+            local = alias.asname.name.value
+        imports[local] = ImportTarget(found, name)
+
+
+def _literal_names(expr: cst.BaseExpression) -> Optional[tuple[str, ...]]:
+    if type(expr) not in (cst.List, cst.Tuple):
+        return None
+    names = []
+    for element in expr.elements:  # type: ignore[attr-defined]
+        if type(element.value) is not cst.SimpleString:
+            return None
+        names.append(element.value.evaluated_value)
+    return tuple(names)
+
+
+# --------------------------------------------------------------- the parse cache
+
+
+class ModuleCache:
+    """Imported modules, parsed at most once per process while unchanged
+    (keyed by path, modification time and size), least recently used
+    dropped past `MAX_CACHED_CHARS`."""
+
+    def __init__(self, budget: int = MAX_CACHED_CHARS) -> None:
+        self.budget = budget
+        self.entries: OrderedDict[str, tuple[tuple, int, Optional[cst.Module]]] = OrderedDict()
+        self.summaries: dict[tuple, ModuleSummary] = {}
+        self.chars = 0
+
+    def module(self, path: str) -> Optional[cst.Module]:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        key = (stat.st_mtime_ns, stat.st_size)
+        entry = self.entries.get(path)
+        if entry is not None and entry[0] == key:
+            self.entries.move_to_end(path)
+            return entry[2]
+        if entry is not None:
+            self._drop(path)
+        module = None
+        size = 0
+        if stat.st_size <= MAX_MODULE_CHARS * 4:
+            try:
+                source = read_source(path)
+                if len(source) <= MAX_MODULE_CHARS:
+                    size = len(source)
+                    module = cst.parse_module(source)
+            except (SourceError, cst.ParserSyntaxError, RecursionError, ValueError):
+                module = None
+        self.entries[path] = (key, size, module)
+        self.chars += size
+        while self.chars > self.budget and len(self.entries) > 1:
+            self._drop(next(iter(self.entries)))
+        return module
+
+    def summary(self, path: str, module: cst.Module, roots: tuple[str, ...]) -> ModuleSummary:
+        entry = self.entries.get(path)
+        key = (path, entry[0] if entry else None, roots)
+        found = self.summaries.get(key)
+        if found is None:
+            if len(self.summaries) > 4096:
+                self.summaries.clear()
+            found = self.summaries[key] = summarise(module, path, roots)
+        return found
+
+    def _drop(self, path: str) -> None:
+        _, size, _ = self.entries.pop(path)
+        self.chars -= size
+
+
+CACHE = ModuleCache()
+
+
+# --------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class Found:
+    """A definition another module lends: a top-level function or class
+    (`node`) of the module at `path`."""
+
+    node: Union[cst.FunctionDef, cst.ClassDef]
+    path: str
+
+
+class Project:
+    """The modules one analysis reaches, each loaded once for it; `load`
+    builds the per-analysis view of a module (its `Program`) from the
+    process-wide parse cache."""
+
+    def __init__(self, src: Sequence[str], project_root: str, load: Callable[[str, cst.Module, ModuleSummary], "Program"],
+                 cache: ModuleCache = CACHE) -> None:
+        self.src = tuple(src)
+        self.project_root = project_root
+        self.cache = cache
+        self._load: Optional[Callable[[str, cst.Module, ModuleSummary], Program]] = load
+        self.loaded: dict[str, Optional[Program]] = {}  # path -> its view (None: not loadable)
+        self.homes: dict[cst.CSTNode, Program] = {}  # each definition -> the program of its module
+        self.resolving: set[tuple[str, str]] = set()
+
+    def close(self) -> None:
+        """Drop every program (they refer back to the project), so the trees
+        they hold are freed by reference counting when the file is done."""
+        self._load = None
+        self.loaded.clear()
+        self.homes.clear()
+        self.resolving.clear()
+
+    def roots(self, path: str) -> tuple[str, ...]:
+        return roots_for(path, self.src, self.project_root)
+
+    def summary_of(self, path: str, module: cst.Module) -> ModuleSummary:
+        return self.cache.summary(path, module, self.roots(path))
+
+    def add(self, path: str, program: "Program") -> None:
+        """`program` is the view of the module at `path` (registered before
+        its definitions are read, so a cycle back to it finds it)."""
+        self.loaded[os.path.abspath(path)] = program
+
+    def program(self, path: str) -> Optional["Program"]:
+        path = os.path.abspath(path)
+        if path in self.loaded or self._load is None:
+            return self.loaded.get(path)
+        if os.path.isdir(path):
+            self.loaded[path] = None
+            return None
+        if sum(1 for p in self.loaded.values() if p is not None) > MAX_MODULES_PER_ANALYSIS:
+            return None  # past the bound: unknown, as without project analysis
+        module = self.cache.module(path)
+        if module is None:
+            self.loaded[path] = None
+            return None
+        self.loaded[path] = None  # a cycle reaching it while it loads sees nothing yet
+        return self._load(path, module, self.summary_of(path, module))
+
+    def lookup(self, summary: ModuleSummary, parts: Sequence[str]) -> Optional[Found]:
+        """The definition that dotted name `parts`, used in the module of
+        `summary`, stands for (through imports, re-exports, star imports,
+        module aliases and submodules)."""
+        head, rest = parts[0], list(parts[1:])
+        key = (summary.path, ".".join(parts))
+        if key in self.resolving:
+            return None
+        self.resolving.add(key)
+        try:
+            return self._lookup(summary, head, rest)
+        finally:
+            self.resolving.discard(key)
+
+    def _lookup(self, summary: ModuleSummary, head: str, rest: list[str]) -> Optional[Found]:
+        if head in summary.functions or head in summary.classes:
+            return None if rest else self._definition(summary.path, head)
+        alias = summary.alias_of(head)
+        if alias is not None:
+            return self.lookup(summary, alias.split(".") + rest)
+        target = summary.import_of(head)
+        if target is not None:
+            return self._in_target(target, rest)
+        for star in summary.star_imports:
+            inner = self._summary(star)
+            if inner is not None and not head.startswith("_") and (inner.exported is None or head in inner.exported):
+                found = self.lookup(inner, [head, *rest])
+                if found is not None:
+                    return found
+        if rest and is_package(summary.path) and (sub := submodule(summary.path, head)) is not None:
+            return self._in_target(ImportTarget(sub), rest)
+        return None
+
+    def _in_target(self, target: ImportTarget, rest: list[str]) -> Optional[Found]:
+        parts = ([target.name] if target.name is not None else []) + rest
+        if not parts:
+            return None  # a module object itself lends no definition
+        if target.name is not None and (sub := submodule(target.path, target.name)) is not None:
+            inner_summary = self._summary(target.path)
+            defined_there = inner_summary is not None and self._defines(inner_summary, target.name)
+            if not defined_there:  # `from pkg import mod`: the submodule
+                return self._in_target(ImportTarget(sub), rest)
+        summary = self._summary(target.path)
+        return self.lookup(summary, parts) if summary is not None else None
+
+    @staticmethod
+    def _defines(summary: ModuleSummary, name: str) -> bool:
+        return (name in summary.functions or name in summary.classes or summary.import_of(name) is not None
+                or summary.alias_of(name) is not None)
+
+    def _summary(self, path: str) -> Optional[ModuleSummary]:
+        if os.path.isdir(path):
+            return ModuleSummary(path, (), (), (), (), (), None)  # a namespace package: submodules only
+        module = self.cache.module(path)
+        return self.summary_of(path, module) if module is not None else None
+
+    def _definition(self, path: str, name: str) -> Optional[Found]:
+        program = self.program(path)
+        if program is None:
+            return None
+        node = program.functions.get(name)
+        if node is None and name in program.classes:
+            node = program.classes[name].node
+        return Found(node, os.path.abspath(path)) if node is not None else None

@@ -1,0 +1,38 @@
+"""Related locations in other files: where the parts of a hazard that the
+analysis placed at a call of the linted file really are (`analysis.anchors`).
+
+Each gets the other file's own path — shown as the linted path is (relative
+stays relative) — and its position in that file's tree.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Sequence
+
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tapelint.analysis.anchors import Origin
+from tapelint.diagnostics import Diagnostic, Range, Related, Role
+
+_WHAT = {
+    Role.DEFINITION: "created inside",
+    Role.FIRST_BACKWARD: "the backward that frees it runs inside",
+    Role.FAILS_AT: "the backward that fails runs inside",
+    Role.ACCUMULATOR: "accumulated inside",
+}
+
+
+def with_origins(diagnostic: Diagnostic, origins: Sequence[Origin], linted_path: str) -> Diagnostic:
+    if not origins:
+        return diagnostic
+    related = list(diagnostic.related)
+    for origin in origins:
+        position = MetadataWrapper(origin.module, unsafe_skip_copy=True).resolve(PositionProvider)[origin.node]
+        where = Range.of(position.start.line, position.start.column, position.end.line, position.end.column)
+        shown = origin.path if os.path.isabs(linted_path) else os.path.relpath(origin.path)
+        message = (f"{_WHAT[origin.role]} `{origin.function}`, {os.path.basename(origin.path)} "
+                   f"line {where.start.line}")
+        related.append(Related(origin.role, shown, where, message))
+    return replace(diagnostic, related=tuple(related))

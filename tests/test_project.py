@@ -1,0 +1,273 @@
+"""Project-wide analysis: first-party imports resolve to the files of the
+project (`analysis/project.py`), their classes and functions are interpreted
+where another file uses them, and what is found through them is reported in
+the linted file with the other file's lines as related locations."""
+
+from __future__ import annotations
+
+import io
+import os
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from tapelint.analysis.project import ImportTarget, ModuleCache, Project, summarise
+from tapelint.config import Resolver
+from tapelint.lint import lint_source
+from tapelint.settings import Settings
+from tapelint.stdin import lint_stdin
+
+MODEL = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+"""
+
+# The model's output, computed once before the loop, backwarded on every step: TL001.
+HOISTED = """\
+import torch
+{imports}
+net = {make}
+feats = net(torch.randn(2, 4))
+for step in range(3):
+    loss = (feats * 2).sum()
+    loss.backward()
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def lint(path: Path, settings: Settings = Settings()) -> list[tuple[str, int]]:
+    result = lint_source(path.read_text(encoding="utf-8"), str(path), settings)
+    assert not result.errors, result.errors
+    return sorted((d.code, d.range.start.line) for d in result.diagnostics)
+
+
+@pytest.mark.parametrize(
+    "files,imports,make",
+    [
+        ({"models.py": MODEL}, "import models", "models.Net()"),
+        ({"models.py": MODEL}, "from models import Net", "Net()"),
+        ({"models.py": MODEL}, "from models import *", "Net()"),
+        ({"models.py": MODEL}, "import models as m", "m.Net()"),
+        ({"pkg/__init__.py": "", "pkg/sub.py": MODEL}, "from pkg.sub import Net", "Net()"),
+        ({"pkg/__init__.py": "", "pkg/sub.py": MODEL}, "import pkg.sub as s", "s.Net()"),
+        ({"pkg/__init__.py": "", "pkg/sub.py": MODEL}, "import pkg.sub", "pkg.sub.Net()"),
+        ({"pkg/__init__.py": "", "pkg/sub.py": MODEL}, "from pkg import sub", "sub.Net()"),
+        # re-exported by the package's __init__, relatively
+        ({"pkg/__init__.py": "from .nets import Net\n", "pkg/nets.py": MODEL}, "from pkg import Net", "Net()"),
+        ({"pkg/__init__.py": "from .nets import *\n", "pkg/nets.py": MODEL}, "import pkg", "pkg.Net()"),
+        # a module-level alias
+        ({"models.py": MODEL + "Model = Net\n"}, "from models import Model", "Model()"),
+    ],
+    ids=["import", "from", "star", "as", "from-pkg", "pkg-as", "pkg-dotted", "from-pkg-module", "reexport",
+         "reexport-star", "alias"],
+)
+def test_imported_model_is_analysed_where_it_is_used(tmp_path, files, imports, make):
+    write(tmp_path, {**files, "train.py": HOISTED.format(imports=imports, make=make)})
+    assert lint(tmp_path / "train.py") == [("TL001", 4)]
+
+
+def test_unresolved_import_is_unknown_as_before(tmp_path):
+    write(tmp_path, {"train.py": HOISTED.format(imports="from models import Net", make="Net()")})
+    assert lint(tmp_path / "train.py") == []
+
+
+def test_relative_import_inside_a_package(tmp_path):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/nets.py": MODEL,
+        "pkg/train.py": HOISTED.format(imports="from .nets import Net", make="Net()"),
+    })
+    assert lint(tmp_path / "pkg" / "train.py") == [("TL001", 4)]
+
+
+def test_parent_relative_import(tmp_path):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/models/__init__.py": "",
+        "pkg/models/nets.py": MODEL,
+        "pkg/scripts/__init__.py": "",
+        "pkg/scripts/train.py": HOISTED.format(imports="from ..models.nets import Net", make="Net()"),
+    })
+    assert lint(tmp_path / "pkg" / "scripts" / "train.py") == [("TL001", 4)]
+
+
+def test_import_cycle_ends(tmp_path):
+    """a imports b imports a (and each re-exports the other): resolution
+    terminates and a name neither defines stays unknown."""
+    write(tmp_path, {
+        "a.py": "from b import *\nfrom b import Missing\n",
+        "b.py": "from a import *\nfrom a import Missing\n",
+        "train.py": HOISTED.format(imports="from a import Missing", make="Missing()"),
+    })
+    assert lint(tmp_path / "train.py") == []
+
+
+def test_module_imported_back_sees_its_definitions(tmp_path):
+    """train.py imports models, which imports train back: both resolve."""
+    write(tmp_path, {
+        "models.py": "import train\n" + MODEL,
+        "train.py": HOISTED.format(imports="from models import Net", make="Net()"),
+    })
+    assert lint(tmp_path / "train.py") == [("TL001", 4)]
+
+
+def test_subclass_of_a_module_of_another_file(tmp_path):
+    write(tmp_path, {
+        "base.py": MODEL,
+        "models.py": "from base import Net\n\nclass Bigger(Net):\n    pass\n",
+        "train.py": HOISTED.format(imports="from models import Bigger", make="Bigger()"),
+    })
+    assert lint(tmp_path / "train.py") == [("TL001", 4)]
+
+
+def test_function_of_another_file_runs_with_real_arguments(tmp_path):
+    """`step(loss)` of another file backwards its argument: the hoisted loss
+    is walked twice (TL004 at the backward, placed at the call of this file).
+    (The textual pre-check would skip this file, which has no backward of its
+    own; the analysis is what is tested here.)"""
+    write(tmp_path, {
+        "helpers.py": "def step(loss):\n    loss.backward()\n",
+        "train.py": """\
+            import torch
+            from helpers import step
+            w = torch.tensor([1.0], requires_grad=True)
+            loss = (w.exp() * 2).sum()
+            for i in range(2):
+                step(loss)
+            """,
+    })
+    result = lint_source((tmp_path / "train.py").read_text(), str(tmp_path / "train.py"), Settings(), precheck=False)
+    assert [(d.code, d.range.start.line) for d in result.diagnostics] == [("TL004", 6)]
+    related = {(r.role.value, os.path.basename(r.path), r.range.start.line) for r in result.diagnostics[0].related}
+    assert ("fails-at", "helpers.py", 2) in related
+    assert all(r.path == str(tmp_path / "train.py") for r in result.diagnostics[0].related
+               if os.path.basename(r.path) == "train.py")
+
+
+def test_other_files_lines_are_related_locations_with_their_own_path(tmp_path):
+    write(tmp_path, {"models.py": MODEL, "train.py": HOISTED.format(imports="import models", make="models.Net()")})
+    result = lint_source((tmp_path / "train.py").read_text(), str(tmp_path / "train.py"), Settings())
+    (diagnostic,) = result.diagnostics
+    assert diagnostic.path == str(tmp_path / "train.py") and diagnostic.range.start.line == 4
+    origin = [r for r in diagnostic.related if r.path != diagnostic.path]
+    assert [(r.role.value, r.path, r.range.start.line) for r in origin] == [
+        ("definition", str(tmp_path / "models.py"), 11)]
+    assert "`Net.forward`" in origin[0].message and "models.py line 11" in origin[0].message
+
+
+def test_relative_linted_path_gives_relative_related_paths(tmp_path, monkeypatch):
+    write(tmp_path, {"models.py": MODEL, "train.py": HOISTED.format(imports="import models", make="models.Net()")})
+    monkeypatch.chdir(tmp_path)
+    result = lint_source(Path("train.py").read_text(), "train.py", Settings())
+    assert {r.path for r in result.diagnostics[0].related} == {"train.py", "models.py"}
+
+
+def test_src_setting_is_a_root(tmp_path):
+    write(tmp_path, {
+        "lib/mylib/__init__.py": "",
+        "lib/mylib/nets.py": MODEL,
+        "scripts/train.py": HOISTED.format(imports="from mylib.nets import Net", make="Net()"),
+        "pyproject.toml": '[tool.tapelint]\nsrc = ["lib"]\n',
+    })
+    train = tmp_path / "scripts" / "train.py"
+    assert lint(train) == []  # not found from the file's own directory
+    settings = Resolver().settings_for(str(train))
+    assert settings.src == (str(tmp_path / "lib"),) and settings.project_root == str(tmp_path)
+    assert lint(train, settings) == [("TL001", 4)]
+
+
+def test_project_root_is_a_root(tmp_path):
+    write(tmp_path, {
+        "mylib/__init__.py": "",
+        "mylib/nets.py": MODEL,
+        "scripts/train.py": HOISTED.format(imports="from mylib.nets import Net", make="Net()"),
+    })
+    assert lint(tmp_path / "scripts" / "train.py", Settings(project_root=str(tmp_path))) == [("TL001", 4)]
+
+
+def test_torch_is_never_first_party(tmp_path):
+    """A directory called `torch` under a root does not replace the vocabulary."""
+    write(tmp_path, {"torch/__init__.py": "def exp(x):\n    return x\n", "models.py": MODEL,
+                     "train.py": HOISTED.format(imports="import models", make="models.Net()")})
+    assert lint(tmp_path / "train.py") == [("TL001", 4)]
+
+
+def test_stdin_uses_the_other_files_from_disk(tmp_path):
+    write(tmp_path, {"models.py": MODEL})
+    source = HOISTED.format(imports="import models", make="models.Net()")
+    run = lint_stdin(io.BytesIO(source.encode()), str(tmp_path / "train.py"), Settings())
+    assert [(d.code, d.range.start.line) for d in run.run.results[0].diagnostics] == [("TL001", 4)]
+
+
+def test_summary_is_plain_data(tmp_path):
+    write(tmp_path, {"models.py": MODEL + "Model = Net\n__all__ = ['Net']\n", "other.py": "",
+                     "train.py": "from models import Net as N\nimport other\nfrom other import *\nimport numpy\n"})
+    summary = summarise(cst.parse_module((tmp_path / "train.py").read_text()), str(tmp_path / "train.py"),
+                        (str(tmp_path),))
+    assert dict(summary.imports) == {"N": ImportTarget(str(tmp_path / "models.py"), "Net"),
+                                     "other": ImportTarget(str(tmp_path / "other.py"))}
+    assert summary.star_imports == (str(tmp_path / "other.py"),)
+    models = summarise(cst.parse_module((tmp_path / "models.py").read_text()), str(tmp_path / "models.py"), ())
+    assert (models.classes, models.aliases, models.exported) == (("Net",), (("Model", "Net"),), ("Net",))
+    import pickle
+
+    assert pickle.loads(pickle.dumps(models)) == models
+
+
+def test_each_module_is_parsed_once_while_unchanged(tmp_path):
+    write(tmp_path, {"models.py": MODEL})
+    cache = ModuleCache()
+    path = str(tmp_path / "models.py")
+    first = cache.module(path)
+    assert first is not None and cache.module(path) is first
+    os.utime(path, ns=(1, 1))
+    assert cache.module(path) is not first
+
+
+def test_cache_is_bounded(tmp_path):
+    write(tmp_path, {f"m{i}.py": MODEL for i in range(5)})
+    cache = ModuleCache(budget=len(MODEL) * 2)
+    for i in range(5):
+        cache.module(str(tmp_path / f"m{i}.py"))
+    assert len(cache.entries) == 2 and cache.chars <= len(MODEL) * 2
+
+
+def test_project_lookup_guards_cycles(tmp_path):
+    write(tmp_path, {"a.py": "from b import X\n", "b.py": "from a import X\n"})
+    project = Project((), str(tmp_path), lambda path, module, summary: None)  # type: ignore[arg-type,return-value]
+    summary = project.summary_of(str(tmp_path / "a.py"), cst.parse_module("from b import X\n"))
+    assert project.lookup(summary, ["X"]) is None
+
+
+
+
+def test_modules_loaded_per_analysis_are_bounded(tmp_path):
+    """Past MAX_MODULES_PER_ANALYSIS other modules, a name is unknown (as
+    without project analysis): the cost of a file importing its whole
+    package stays bounded."""
+    from tapelint.analysis.project import MAX_MODULES_PER_ANALYSIS
+
+    count = MAX_MODULES_PER_ANALYSIS + 3
+    files = {f"m{i}.py": MODEL for i in range(count)}
+    uses = "\n".join(f"import m{i}\nn{i} = m{i}.Net()" for i in range(count))
+    write(tmp_path, {**files, "first.py": HOISTED.format(imports=uses, make="m0.Net()"),
+                     "last.py": HOISTED.format(imports=uses, make=f"m{count - 1}.Net()")})
+    first, last = lint(tmp_path / "first.py"), lint(tmp_path / "last.py")
+    assert [code for code, _ in first] == ["TL001"] and last == []
