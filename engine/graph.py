@@ -43,7 +43,8 @@ def record_graph(path: str, semantics: str = "torch", *, timeout: float = 30.0,
         command = [sys.executable, "-m", "tapelint_engine.graph", "--semantics", semantics,
                    "--memory-mb", str(memory_mb), "--cpu-seconds", str(int(timeout) + 1), "--out", out, path]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_child_env())
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_child_env(scratch),
+                                  cwd=scratch, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return {"status": "timeout", "detail": f"no result within {timeout:g} s"}
         if not os.path.exists(out):

@@ -201,7 +201,8 @@ def write_static_graphs(results: Sequence[FileResult], directory: str,
         if source is None:
             continue
         module = cst.parse_module(source)
-        hazards = analyze_module(module, settings_of(result.path), lines=source.count("\n") + 1)
+        located = analyze_module(module, settings_of(result.path), lines=source.count("\n") + 1, path=result.path)
+        hazards = [found.hazard for found in located]
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
         def place(node: Any) -> Place:

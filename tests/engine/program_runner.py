@@ -18,7 +18,7 @@ def main(argv: list[str]) -> int:
 
     for path in paths:
         errors.RAISED.clear()
-        result = child.run_engine(path, "torch", set()) if backend == "engine" else child.run_torch(path, set())
+        result = child.run_engine(path, "torch", set(), set()) if backend == "engine" else child.run_torch(path, set(), set())
         keep = {k: result.get(k) for k in ("status", "error_kind", "error", "line")}
         print(json.dumps({"path": path, **keep}), flush=True)
     return 0
