@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Iterable, Sequence
 
 import libcst as cst
 

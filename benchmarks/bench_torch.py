@@ -21,12 +21,13 @@ import os
 import resource
 import sys
 import time
-from fnmatch import fnmatch
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
+from fnmatch import fnmatch
 
 from bare_parse import count_lines, time_bare
 from corpus import torch_root
+
 from tapelint.files import discover
 from tapelint.runner import RunResult, default_jobs, lint_files
 from tapelint.settings import Settings

@@ -32,8 +32,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 from bare_parse import count_lines
 

@@ -33,8 +33,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 from bare_parse import count_lines
 from corpus import Project, corpus_dest, projects, python_files

@@ -23,8 +23,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 from corpus import corpus_dest
 from corpus_run import tapelint_command

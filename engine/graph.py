@@ -26,7 +26,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 MAX_NODES = 300  # a large model's graph is cut, nearest the roots first
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 import warnings
 from collections import namedtuple
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import numpy as np
 

@@ -21,8 +21,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import IO, Any, Callable, Sequence
+from typing import IO, Any, Callable
 
 SANDBOX = """\
 What the sandbox of `run` and `confirm` isolates: the program runs in a
@@ -81,7 +82,7 @@ class RunReport:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunReport":
+    def from_dict(cls, d: dict[str, Any]) -> RunReport:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["samples"] = tuple(tuple(s) for s in known.get("samples", ()))
         known["node_lines"] = tuple(known.get("node_lines", ()))

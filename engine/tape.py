@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class State:
     generation: int = 0
     live_nodes: int = 0
     saved_bytes: int = 0
-    store: dict[int, "Node"] = field(default_factory=dict)  # strict: the tape's records
+    store: dict[int, Node] = field(default_factory=dict)  # strict: the tape's records
     saved_hooks: list = field(default_factory=list)  # (pack, unpack) of saved_tensors_hooks, innermost last
 
 
@@ -81,7 +82,7 @@ class Op:
 
     name: str  # PyTorch's forward name, as its in-place error prints it ("Exp")
     forward: Callable[..., Any]
-    backward: Callable[["Ctx", "Tensor"], tuple["Tensor | None", ...]]
+    backward: Callable[[Ctx, Tensor], tuple[Tensor | None, ...]]
     saves: Union[tuple, Callable[[tuple[bool, ...]], tuple]] = ()
     shown_transposed: tuple = ()  # inputs PyTorch saves as a `.t()` view (what its errors print)
     lazy_saved: bool = False  # freed saved tensors fail when read (custom Functions), not up front
@@ -104,7 +105,7 @@ class SavedTensor:
                  "packed", "unpack_hook")
 
     def __init__(self, data: np.ndarray, edge: Edge, counter: list | None, origin: str,
-                 is_output: bool = False, source: "Tensor | None" = None,
+                 is_output: bool = False, source: Tensor | None = None,
                  transposed: bool = False) -> None:
         self.transposed = transposed
         self.packed: Any = None
@@ -121,7 +122,7 @@ class SavedTensor:
         t = self.source() if self.source is not None else None
         return self.origin if t is None or t._base is not None else _origin(t)
 
-    def unpack(self, node: "Node", line: int | None = None) -> "Tensor":
+    def unpack(self, node: Node, line: int | None = None) -> Tensor:
         if self.counter is not None and self.counter[0] != self.version:
             shape = list(self.arr.shape)[::-1] if self.transposed else list(self.arr.shape)
             desc = f"torch.{dtypes.from_np(self.arr.dtype).type_name} {shape}"
@@ -239,7 +240,7 @@ class AccumulateGrad:
 
     next_functions: tuple = ()
 
-    def __init__(self, variable: "Tensor") -> None:
+    def __init__(self, variable: Tensor) -> None:
         self.variable = variable
 
     def name(self) -> str:
@@ -262,7 +263,7 @@ class Tensor:
 
     def __init__(self, data: np.ndarray, *, requires_grad: bool = False, node: Node | None = None,
                  tid: int | None = None, counter: list | None = None,
-                 base: "Tensor | None" = None) -> None:
+                 base: Tensor | None = None) -> None:
         self.arr = data if type(data) is np.ndarray else np.asarray(data)  # reductions give scalars
         self._node = node
         self._rg = False
@@ -304,7 +305,7 @@ class Tensor:
         return self._node
 
     @property
-    def grad(self) -> "Tensor | None":
+    def grad(self) -> Tensor | None:
         if self._node is not None and not self._retains:
             import warnings
 
@@ -312,7 +313,7 @@ class Tensor:
         return self._grad
 
     @grad.setter
-    def grad(self, value: "Tensor | None") -> None:
+    def grad(self, value: Tensor | None) -> None:
         self._grad = value
 
     @property
@@ -327,8 +328,8 @@ class Tensor:
     def retains_grad(self) -> bool:
         return self._retains
 
-    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Sequence["Tensor"] | None = None) -> None:
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
         run_backward([self], [gradient], retain_graph=retain_graph, create_graph=create_graph,
                      inputs=inputs, accumulate=True)
 

@@ -32,9 +32,10 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, TextIO
 
 from tapelint import __version__, debug
 from tapelint.config import ConfigError, Resolver

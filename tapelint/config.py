@@ -404,7 +404,7 @@ class Resolver:
             project_root=config.root,
         )
 
-    def excluder(self, named: tuple[str, ...] = ()) -> "ConfigExcluder":
+    def excluder(self, named: tuple[str, ...] = ()) -> ConfigExcluder:
         """Exclusions for a run over `named` paths (those of the command line)."""
         return ConfigExcluder(
             globs=self.overrides.exclude,

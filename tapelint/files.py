@@ -32,17 +32,15 @@ import io
 import os
 import stat
 import tokenize
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Iterable, Iterator
 
 from tapelint.diagnostics import FileError
 
 # ruff's default `exclude`, plus `__pycache__`.
 SKIPPED_DIRECTORIES: frozenset[str] = frozenset(
-    ".bzr .direnv .eggs .git .git-rewrite .hg .ipynb_checkpoints .mypy_cache .nox"
-    " .pants.d .pyenv .pytest_cache .pytype .ruff_cache .svn .tox .venv .vscode"
-    " __pycache__ __pypackages__ _build buck-out dist node_modules site-packages venv".split()
+    [".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", "__pycache__", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv"]
 )
 
 VIRTUALENV_MARKER = "pyvenv.cfg"

@@ -47,9 +47,7 @@ def _pattern(line: str) -> Pattern | None:
     if not line or line.startswith("#"):
         return None
     negated = line.startswith("!")
-    if negated:
-        line = line[1:]
-    elif line.startswith(("\\!", "\\#")):
+    if negated or line.startswith(("\\!", "\\#")):
         line = line[1:]
     directory_only = line.endswith("/")
     line = line.rstrip("/")

@@ -24,8 +24,9 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 from tapelint.diagnostics import Diagnostic, FileResult, Role
 
@@ -60,13 +61,13 @@ class Dot:
 
     lines: tuple[str, ...] = ()
 
-    def node(self, key: str, **attrs: str | int | None) -> "Dot":
+    def node(self, key: str, **attrs: str | int | None) -> Dot:
         return Dot(self.lines + (f"  {quote(key)}{attributes(**attrs)};",))
 
-    def edge(self, tail: str, head: str, **attrs: str | int | None) -> "Dot":
+    def edge(self, tail: str, head: str, **attrs: str | int | None) -> Dot:
         return Dot(self.lines + (f"  {quote(tail)} -> {quote(head)}{attributes(**attrs)};",))
 
-    def cluster(self, key: str, label: str, members: Iterable[str]) -> "Dot":
+    def cluster(self, key: str, label: str, members: Iterable[str]) -> Dot:
         inner = " ".join(f"{quote(m)};" for m in members)
         return Dot(self.lines + (f"  subgraph {quote('cluster_' + key)} {{ label={quote(label)}; "
                                  f"style=\"rounded,dashed\"; {inner} }}",))
@@ -205,7 +206,7 @@ def write_static_graphs(results: Sequence[FileResult], directory: str,
         hazards = [found.hazard for found in located]
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
-        def place(node: Any) -> Place:
+        def place(node: Any, positions: Any = positions, module: cst.Module = module) -> Place:
             where = positions[node]
             text = module.code_for_node(node).strip().splitlines()[0] if node is not None else ""
             return Place(where.start.line, where.end.line, text[:60] + ("..." if len(text) > 60 else ""))

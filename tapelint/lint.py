@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tapelint.analysis.driver import analyze_module
+from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.origins import with_origins
 from tapelint.precheck import may_hold_hazard
-from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import ReportContext
 from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.settings import Settings
-
 
 # The start of the error for a file that hit the recursion limit.
 TOO_DEEP = "too deeply nested"

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Position, Range
 from tapelint.settings import Settings

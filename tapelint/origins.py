@@ -8,8 +8,8 @@ stays relative) — and its position in that file's tree.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from libcst.metadata import MetadataWrapper, PositionProvider
 

@@ -39,11 +39,12 @@ import threading
 import time
 import warnings
 from collections import deque
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Optional
 
 from tapelint import debug
 from tapelint.diagnostics import FileError, FileResult
@@ -383,7 +384,7 @@ def _run_alone(task: _Task) -> Outcome:
     return _death(task, process.exitcode, native)
 
 
-def _alone(sender: "multiprocessing.connection.Connection", task: _Task, parent: int, stderr_path: str) -> None:
+def _alone(sender: multiprocessing.connection.Connection, task: _Task, parent: int, stderr_path: str) -> None:
     _init_worker(parent, stderr_path)
     sender.send(_lint_task(task))
     sender.close()

@@ -4,7 +4,7 @@ they came from, so a user can see why a rule did or did not run."""
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from tapelint.config import ConfigExcluder, Resolver
 

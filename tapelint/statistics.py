@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from tapelint.diagnostics import Diagnostic, Safety
 

@@ -22,8 +22,8 @@ import signal
 import stat
 import tempfile
 import tokenize
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
 

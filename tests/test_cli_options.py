@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_cli import run
+
 from tapelint.reporters import FORMATS, REPORTERS
 
 TWICE = "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * w).sum()\nloss.backward()\nloss.backward()\n"

@@ -5,12 +5,13 @@ runs the same generator at scale and over installed packages."""
 from __future__ import annotations
 
 import traceback
+
+from program_generator import ProgramGenerator
+
 from tapelint.diagnostics import FileResult, Semantics
 from tapelint.document import lint_document
 from tapelint.runner import Outcome, _with_deep_stack
 from tapelint.settings import Settings
-
-from program_generator import ProgramGenerator
 
 COUNT = 100
 

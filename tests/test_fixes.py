@@ -17,10 +17,10 @@ import pytest
 
 from fixture_spec import fixture_paths, parse_fixture
 from tapelint import cli
-from tapelint.fixes import apply as fixes
 from tapelint.diagnostics import Edit, Fix, FixKind, Range, Safety, Semantics
 from tapelint.document import lint_document
 from tapelint.fixes import FixError, applicable_fix, apply_fixes, fix_file, fix_source
+from tapelint.fixes import apply as fixes
 from tapelint.settings import Settings
 
 POSITIVES = [p for p in fixture_paths() if parse_fixture(p).expects]

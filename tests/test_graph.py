@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from dot_subset import DotError, parse
+
 from tapelint import graph
 from tapelint.cli import main
 

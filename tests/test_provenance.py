@@ -8,9 +8,9 @@ import textwrap
 import libcst as cst
 
 from tapelint.analysis import hazards
+from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.analysis.imports import ImportMap
 from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, ModuleRef, Tracked
-from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.ops import Saves
 from tapelint.settings import Settings
 
@@ -336,8 +336,8 @@ def test_a_tuple_rebuilt_from_itself_stays_shallow():
     """`key = (key, x)` in a loop grows a deeper tuple on every pass; in
     nested loops that once took gigabytes and never ended (torch's
     sparse/_triton_ops_meta.py). Nesting is bounded, the values inside kept."""
-    from tapelint.analysis.model import MAX_TUPLE_DEPTH, TupleVal
     from tapelint.analysis.interp.statements import MAX_PASSES
+    from tapelint.analysis.model import MAX_TUPLE_DEPTH, TupleVal
 
     assert MAX_TUPLE_DEPTH < MAX_PASSES + 1  # unbounded, this loop would build MAX_PASSES + 1 levels
     a = analyse(

@@ -11,8 +11,9 @@ import builtins
 import math
 import sys
 import warnings
+from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,11 +21,25 @@ from .. import dtypes, methods, ops, rng, tensor_ops
 from ..errors import NotSupportedByEngine, only_defaults
 from ..methods import MinMax, Size, device  # noqa: F401 - torch.Size, torch.device
 from ..tape import Tensor as _Tensor
-from .legacy import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: F401
-                     IntTensor, LongTensor, ShortTensor)
-from .legacy import Tensor
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
-                        no_grad, set_grad_enabled)
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .legacy import (  # noqa: F401
+    BoolTensor,
+    ByteTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    Tensor,
+)
 
 __version__ = "2.13.0+tapelint.engine"
 
@@ -271,7 +286,6 @@ def broadcast_tensors(*ts: Tensor) -> tuple[Tensor, ...]:
 
 from . import autograd, cuda, distributions, linalg, nn, optim, utils  # noqa: E402
 from .nn import functional as _functional  # noqa: E402,F401
-
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,8 @@ draws it from its default one.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,7 +21,7 @@ class Dataset:
     def __getitem__(self, index: int) -> Any:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
-    def __add__(self, other: "Dataset") -> "ConcatDataset":
+    def __add__(self, other: Dataset) -> ConcatDataset:
         return ConcatDataset([self, other])
 
 

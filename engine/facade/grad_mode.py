@@ -18,7 +18,7 @@ class _Mode:
             return cls()(args[0])  # bare decorator: @torch.no_grad
         return super().__new__(cls)
 
-    def __enter__(self) -> "_Mode":
+    def __enter__(self) -> _Mode:
         self._prev = (STATE.grad_enabled, STATE.inference)
         STATE.grad_enabled, STATE.inference = self.enabled, self.inference
         return self
@@ -33,7 +33,7 @@ class _Mode:
                 return fn(*args, **kwargs)
         return wrapper
 
-    def clone(self) -> "_Mode":
+    def clone(self) -> _Mode:
         return type(self)()
 
 
@@ -49,7 +49,7 @@ class inference_mode(_Mode):  # noqa: N801
     def __init__(self, mode: bool = True) -> None:
         self.enabled, self.inference = not mode, bool(mode)
 
-    def clone(self) -> "_Mode":
+    def clone(self) -> _Mode:
         return inference_mode(self.inference)
 
 
@@ -61,10 +61,10 @@ class set_grad_enabled(_Mode):  # noqa: N801
         self._prev = (STATE.grad_enabled, STATE.inference)
         STATE.grad_enabled = self.enabled
 
-    def __enter__(self) -> "_Mode":
+    def __enter__(self) -> _Mode:
         return self
 
-    def clone(self) -> "_Mode":
+    def clone(self) -> _Mode:
         return set_grad_enabled(self.enabled)
 
 

@@ -16,7 +16,7 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
         self.hooks = (pack_hook, unpack_hook)
 
-    def __enter__(self) -> "saved_tensors_hooks":
+    def __enter__(self) -> saved_tensors_hooks:
         STATE.saved_hooks.append(self.hooks)
         return self
 

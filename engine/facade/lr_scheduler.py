@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 from ..errors import NotSupportedByEngine
 

@@ -12,17 +12,19 @@ gradient accumulation done right and is never reported.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import libcst as cst
 
 from tapelint.analysis import hazards
-from tapelint.analysis.torch_api import LOSS_OPS, LOSS_WORDS, NUMBER_CALLS, UNGRAPHING_READS, callee_name, only_reports
-from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.findings import AccumulationHazard
+from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop
 from tapelint.analysis.store import StoreView
+from tapelint.analysis.torch_api import LOSS_OPS, LOSS_WORDS, NUMBER_CALLS, UNGRAPHING_READS, callee_name, only_reports
+
 
 @dataclass
 class Accumulation:

@@ -11,8 +11,9 @@ diagnostic ever points into another file's tree with this file's path.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Optional
 
 import libcst as cst
 
@@ -138,7 +139,7 @@ class _Placer:
         if not changes:
             return Located(hazard)
         if "definition" in changes and getattr(hazard, "anchor", None) is not None and \
-                changes.get("anchor", getattr(hazard, "anchor")) is changes["definition"]:
+                changes.get("anchor", hazard.anchor) is changes["definition"]:
             changes["anchor"] = None  # both at the one call of this file
         return Located(replace(hazard, **changes), tuple(origins))  # type: ignore[arg-type]
 

@@ -13,16 +13,17 @@ events to the hazard log and accumulations to TL003's records.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import libcst as cst
 
 from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.anchors import Located, relocate
+from tapelint.analysis.findings import Hazard
 from tapelint.analysis.hazards import HazardLog
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
-from tapelint.analysis.findings import Hazard
 from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals

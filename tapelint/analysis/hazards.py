@@ -10,20 +10,12 @@ them as the interpreter reports backward events.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
-from tapelint.analysis.model import (
-    AbstractNode,
-    BackwardEvent,
-    Carried,
-    GraphValue,
-    Loop,
-    Retains,
-    Tracked,
-)
 from tapelint.analysis.findings import (
     CarriedHazard,
     HazardKind,
@@ -32,6 +24,15 @@ from tapelint.analysis.findings import (
     RetainHazard,
     ReuseHazard,
     SharedHazard,
+)
+from tapelint.analysis.model import (
+    AbstractNode,
+    BackwardEvent,
+    Carried,
+    GraphValue,
+    Loop,
+    Retains,
+    Tracked,
 )
 from tapelint.analysis.state import Key, State, older
 from tapelint.analysis.store import StoreView

@@ -40,7 +40,7 @@ class ImportMap:
         self.aliases: dict[str, str] = {}
 
     @classmethod
-    def of(cls, module: cst.Module) -> "ImportMap":
+    def of(cls, module: cst.Module) -> ImportMap:
         imports = cls()
         for stmt in walk_statements(module.body):
             if isinstance(stmt, cst.Import):

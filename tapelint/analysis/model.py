@@ -10,9 +10,10 @@ fresh graph and a reused one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Iterator, Optional, Union
+from typing import Optional, Union
 
 import libcst as cst
 
@@ -25,7 +26,7 @@ class Tracked(str, Enum):
     UNKNOWN = "unknown"
 
     @staticmethod
-    def union(values: "list[Tracked]") -> "Tracked":
+    def union(values: list[Tracked]) -> Tracked:
         """Tracked if any is, else unknown if any is (not `join`: that is `str.join`)."""
         if any(v is Tracked.YES for v in values):
             return Tracked.YES
@@ -65,7 +66,7 @@ class AbstractNode:
     leaf: bool
     saves: Saves
     op: str  # what created it, for messages: "exp", "self.encoder(...)", "*"
-    parents: list["GraphValue"] = field(default_factory=list)
+    parents: list[GraphValue] = field(default_factory=list)
     name: Optional[str] = None  # the first name bound to it, for messages
     accumulator: bool = False  # created by `total += x` in a loop (TL003)
     context: tuple = ()  # the chain of inlined calls it was created under

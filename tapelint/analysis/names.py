@@ -10,8 +10,9 @@ can only make a fix's safety verdict stricter.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
-from typing import Iterable, Optional
+from typing import Optional
 
 import libcst as cst
 

@@ -47,7 +47,7 @@ class Program:
     project: Optional[Project] = None
 
     @classmethod
-    def of(cls, module: cst.Module, settings: Settings, path: str = "", project: Optional[Project] = None) -> "Program":
+    def of(cls, module: cst.Module, settings: Settings, path: str = "", project: Optional[Project] = None) -> Program:
         program = cls(module, ImportMap.of(module), {}, {}, frozenset(settings.backward_functions),
                       frozenset(settings.tracked_functions), path, None, project)
         if project is not None and path:
@@ -66,7 +66,7 @@ class Program:
         return program
 
     @classmethod
-    def root(cls, module: cst.Module, settings: Settings, path: str) -> "Program":
+    def root(cls, module: cst.Module, settings: Settings, path: str) -> Program:
         """The program of the file being linted, with the project its imports reach."""
         def load(other: str, other_module: cst.Module, summary: ModuleSummary) -> Program:
             return cls.of(other_module, settings, other, project)
@@ -100,7 +100,7 @@ class Program:
         info = home.classes.get(node.name.value)
         return info if info is not None and info.node is node else None
 
-    def home_of(self, node: cst.CSTNode) -> "Program":
+    def home_of(self, node: cst.CSTNode) -> Program:
         """The program of the module that defines `node` (this one when unknown)."""
         return self.project.homes.get(node, self) if self.project is not None else self
 

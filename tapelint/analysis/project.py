@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import libcst as cst
 
@@ -294,7 +295,7 @@ class Project:
     builds the per-analysis view of a module (its `Program`) from the
     process-wide parse cache."""
 
-    def __init__(self, src: Sequence[str], project_root: str, load: Callable[[str, cst.Module, ModuleSummary], "Program"],
+    def __init__(self, src: Sequence[str], project_root: str, load: Callable[[str, cst.Module, ModuleSummary], Program],
                  cache: ModuleCache = CACHE) -> None:
         self.src = tuple(src)
         self.project_root = project_root
@@ -318,12 +319,12 @@ class Project:
     def summary_of(self, path: str, module: cst.Module) -> ModuleSummary:
         return self.cache.summary(path, module, self.roots(path))
 
-    def add(self, path: str, program: "Program") -> None:
+    def add(self, path: str, program: Program) -> None:
         """`program` is the view of the module at `path` (registered before
         its definitions are read, so a cycle back to it finds it)."""
         self.loaded[os.path.abspath(path)] = program
 
-    def program(self, path: str) -> Optional["Program"]:
+    def program(self, path: str) -> Optional[Program]:
         path = os.path.abspath(path)
         if path in self.loaded or self._load is None:
             return self.loaded.get(path)

@@ -49,12 +49,12 @@ class State:
     # after it runs, and a join takes the other side as it is.
     ended: bool = False
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(dict(self.env), dict(self.released), dict(self.retained), dict(self.kept), self.no_grad,
                      self.ended)
 
     @staticmethod
-    def join(a: "State", b: "State") -> "State":
+    def join(a: State, b: State) -> State:
         if a.ended:
             return b.copy()
         if b.ended:
@@ -70,7 +70,7 @@ class State:
         kept.update(a.kept)
         return State(env, released, retained, kept, a.no_grad and b.no_grad)
 
-    def same(self, other: "State") -> bool:
+    def same(self, other: State) -> bool:
         return (
             self.env == other.env
             and self.released.keys() == other.released.keys()

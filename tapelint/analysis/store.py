@@ -8,7 +8,8 @@ and only adds to it — which is how the loop fixed point is detected.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Optional, Protocol
 
 import libcst as cst
 

@@ -8,7 +8,8 @@ their fields and never descends into expressions.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Optional
 
 import libcst as cst
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional, Sequence, TextIO
+from typing import Optional, TextIO
 
 from tapelint import notebooks
 from tapelint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Position, Safety

@@ -10,7 +10,8 @@ suggestion, so what `--fix` applies is exactly what was checked here.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Callable, Optional, TypeVar
 
 import libcst as cst
 

@@ -10,7 +10,14 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis.findings import AccumulationHazard
-from tapelint.analysis.torch_api import LOSS_FUNCTIONS, NUMBER_CALLS, REDUCING_CALLS, TENSOR_READS, callee_name, only_reports
+from tapelint.analysis.torch_api import (
+    LOSS_FUNCTIONS,
+    NUMBER_CALLS,
+    REDUCING_CALLS,
+    TENSOR_READS,
+    callee_name,
+    only_reports,
+)
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text

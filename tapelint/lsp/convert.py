@@ -9,8 +9,8 @@ underlines the right characters.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from lsprotocol import types
 from pygls.workspace import PositionCodec

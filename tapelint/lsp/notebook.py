@@ -10,8 +10,8 @@ URI, with positions inside the cell.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
 
 from tapelint.diagnostics import Diagnostic
 from tapelint.lsp.convert import DocumentText

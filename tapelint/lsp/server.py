@@ -16,9 +16,9 @@ excludes (`--force-exclude` semantics), configuration looked up from its path.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer

@@ -8,7 +8,7 @@ keystroke)."""
 from __future__ import annotations
 
 import importlib
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from tapelint.reporters.base import Report, Reporter, ReportOptions
 

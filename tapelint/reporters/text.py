@@ -17,8 +17,9 @@ line, `path: error: message`. The run ends with a one-line summary.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, TextIO
+from typing import TextIO
 
 from tapelint.diagnostics import Diagnostic, FileError, Position, Range
 from tapelint.reporters.base import Report, ReportOptions

@@ -6,8 +6,9 @@ helpers rules share. The edits of their fixes live in `tapelint.fixes`."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Generic, Iterable, Iterator, TypeVar, Union, cast
+from typing import ClassVar, Generic, TypeVar, Union, cast
 
 import libcst as cst
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.findings import HazardKind, AccumulationHazard
+from tapelint.analysis.findings import AccumulationHazard, HazardKind
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
 from tapelint.fixes.item import accumulation_fixes
 from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase

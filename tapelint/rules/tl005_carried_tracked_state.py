@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapelint.analysis.findings import HazardKind, CarriedHazard
+from tapelint.analysis.findings import CarriedHazard, HazardKind
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
 from tapelint.fixes.carry_detach import carry_detach_edits
 from tapelint.fixes.edits import fix_of

@@ -3,7 +3,8 @@ the engine from the same random arrays; values and gradients agree at rtol 1e-4.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import numpy as np
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from torch_reference import SEMANTICS, load_json
 
 from tapelint_engine import facade as E
 from tapelint_engine.errors import NotSupportedByEngine
 from tapelint_engine.runner import run_program
+from torch_reference import SEMANTICS, load_json
 
 torch = pytest.importorskip("torch")
 

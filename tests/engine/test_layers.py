@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from agreement import assert_agrees  # tests/engine/agreement.py
+
 from tapelint_engine import facade as E
 
 torch = pytest.importorskip("torch")

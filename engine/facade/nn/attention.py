@@ -44,7 +44,7 @@ class MultiheadAttention(Module):
             self.out_proj.bias = initialised(np.zeros(embed_dim), 2)
 
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        w, b, e = self.in_proj_weight, self.in_proj_bias, self.embed_dim
+        w, b = self.in_proj_weight, self.in_proj_bias
         if query is key and key is value:
             return tuple(F.linear(query, w, b).chunk(3, -1))  # type: ignore[return-value]
         ws = w.chunk(3)

@@ -7,7 +7,8 @@ Composites save what their parts save; every loss PyTorch measures as saving
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

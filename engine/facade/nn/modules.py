@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Callable, Iterator
+from collections.abc import Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -106,13 +107,13 @@ class Module:
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         self._buffers[name] = tensor
 
-    def add_module(self, name: str, module: "Module | None") -> None:
+    def add_module(self, name: str, module: Module | None) -> None:
         self._modules[name] = module
 
     register_module = add_module
 
     # -- traversal
-    def named_modules(self, memo: set | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+    def named_modules(self, memo: set | None = None, prefix: str = "") -> Iterator[tuple[str, Module]]:
         memo = set() if memo is None else memo
         if id(self) in memo:
             return
@@ -122,13 +123,13 @@ class Module:
             if m is not None:
                 yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name)
 
-    def modules(self) -> Iterator["Module"]:
+    def modules(self) -> Iterator[Module]:
         return (m for _, m in self.named_modules())
 
-    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         return ((n, m) for n, m in self._modules.items() if m is not None)
 
-    def children(self) -> Iterator["Module"]:
+    def children(self) -> Iterator[Module]:
         return (m for _, m in self.named_children())
 
     def _named(self, store: str, prefix: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
@@ -154,15 +155,15 @@ class Module:
         return (b for _, b in self.named_buffers(recurse=recurse))
 
     # -- modes and state
-    def train(self, mode: bool = True) -> "Module":
+    def train(self, mode: bool = True) -> Module:
         for m in self.modules():
             object.__setattr__(m, "training", bool(mode))
         return self
 
-    def eval(self) -> "Module":
+    def eval(self) -> Module:
         return self.train(False)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -196,13 +197,13 @@ class Module:
             STATE.grad_enabled = prev
         return type("IncompatibleKeys", (), {"missing_keys": missing, "unexpected_keys": unexpected})()
 
-    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
         for m in self.children():
             m.apply(fn)
         fn(self)
         return self
 
-    def to(self, *args: Any, **kwargs: Any) -> "Module":
+    def to(self, *args: Any, **kwargs: Any) -> Module:
         for a in list(args) + list(kwargs.values()):
             if not isinstance(a, Tensor):
                 from ...methods import _is_dtype, device
@@ -211,13 +212,13 @@ class Module:
                 device(a)
         return self
 
-    def cpu(self) -> "Module":
+    def cpu(self) -> Module:
         return self
 
-    def cuda(self, *args: Any) -> "Module":
+    def cuda(self, *args: Any) -> Module:
         raise NotSupportedByEngine("torch.nn.Module.cuda")
 
-    def float(self) -> "Module":
+    def float(self) -> Module:
         return self
 
     def extra_repr(self) -> str:
@@ -271,7 +272,7 @@ class Sequential(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
-    def append(self, m: Module) -> "Sequential":
+    def append(self, m: Module) -> Sequential:
         self.add_module(str(len(self)), m)
         return self
 
@@ -287,11 +288,11 @@ class ModuleList(Module):
         for m in mods or ():
             self.append(m)
 
-    def append(self, m: Module) -> "ModuleList":
+    def append(self, m: Module) -> ModuleList:
         self.add_module(str(len(self._modules)), m)
         return self
 
-    def extend(self, mods: Any) -> "ModuleList":
+    def extend(self, mods: Any) -> ModuleList:
         for m in mods:
             self.append(m)
         return self

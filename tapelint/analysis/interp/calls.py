@@ -40,7 +40,7 @@ INLINE_DEPTH = 3
 Args = list  # list[tuple[Optional[str], Vals]]: (keyword or None, values) per argument
 
 
-def eval_call(frame: "Frame", call: cst.Call, state: State) -> Vals:
+def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     args: Args = []
     for arg in call.args:
         vals = frame.eval(arg.value, state)
@@ -80,7 +80,7 @@ def eval_call(frame: "Frame", call: cst.Call, state: State) -> Vals:
     return result
 
 
-def first_party(frame: "Frame", dotted: str) -> Optional[Vals]:
+def first_party(frame: Frame, dotted: str) -> Optional[Vals]:
     """What a name that another module of the project defines is here: a
     reference to that module's function or class, interpreted over its tree."""
     found = frame.program.definition(dotted)
@@ -101,7 +101,7 @@ def _library_module(args: Args, name: str) -> Vals:
     return passed or frozenset((ModuleRef(name.rsplit(".", 1)[-1], True, Saves.TENSORS),))
 
 
-def _pretrained(frame: "Frame", func: cst.Attribute, state: State) -> Vals:
+def _pretrained(frame: Frame, func: cst.Attribute, state: State) -> Vals:
     """`AutoModelForCausalLM.from_pretrained(...)`: a module with parameters
     (of the user's class, when the receiver is one)."""
     receiver = frame.eval(func.value, state)
@@ -115,7 +115,7 @@ def _matches(raw: str, names: frozenset[str]) -> bool:
     return bool(names) and any(raw == n or raw.endswith("." + n) for n in names)
 
 
-def _call_function_arguments(frame: "Frame", args: Args, state: State) -> None:
+def _call_function_arguments(frame: Frame, args: Args, state: State) -> None:
     """A function passed as an argument (an optimizer closure) is called."""
     for _, vals in args:
         for value in vals:
@@ -123,7 +123,7 @@ def _call_function_arguments(frame: "Frame", args: Args, state: State) -> None:
                 inline(frame, value.node, value.node, [], state, owner=None, closure=value.closure)
 
 
-def method_call(frame: "Frame", call: cst.Call, func: cst.Attribute, receiver: Vals, args: Args,
+def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Vals, args: Args,
                 state: State) -> Vals:
     method = func.attr.value
     tensors = [v for v in receiver if isinstance(v, (AbstractNode, Carried))]
@@ -167,7 +167,7 @@ def method_call(frame: "Frame", call: cst.Call, func: cst.Attribute, receiver: V
     return frozenset(out)
 
 
-def module_method(frame: "Frame", call: cst.Call, func: cst.Attribute, module: ModuleRef, method: str, args: Args,
+def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: ModuleRef, method: str, args: Args,
                   state: State) -> Vals:
     if method in torch_api.MODULE_IDENTITY_METHODS:
         return frozenset((module,))
@@ -191,7 +191,7 @@ def module_method(frame: "Frame", call: cst.Call, func: cst.Attribute, module: M
     return EMPTY
 
 
-def list_method(frame: "Frame", call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: Args,
+def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: Args,
                 state: State) -> Vals:
     if method in torch_api.LIST_ADDERS:
         added: Vals = EMPTY
@@ -205,7 +205,7 @@ def list_method(frame: "Frame", call: cst.Call, func: cst.Attribute, lst: ListRe
     return EMPTY
 
 
-def call_values(frame: "Frame", call: cst.Call, func: cst.BaseExpression, callee: Vals, args: Args,
+def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: Vals, args: Args,
                 state: State) -> Vals:
     """Call whatever `callee` may be: a function, a class, a module, a tensor, unknown."""
     out: set = set()
@@ -230,7 +230,7 @@ def call_values(frame: "Frame", call: cst.Call, func: cst.BaseExpression, callee
     return frozenset(out)
 
 
-def builtin_call(frame: "Frame", call: cst.Call, name: str, args: Args, state: State) -> Vals:
+def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: State) -> Vals:
     store = frame.store
     if name == "sum" and args:
         parents = frame.graph_values(frame.elements(args[0][1], state), state)
@@ -262,7 +262,7 @@ def builtin_call(frame: "Frame", call: cst.Call, name: str, args: Args, state: S
     return EMPTY
 
 
-def module_call(frame: "Frame", call: cst.Call, func: cst.BaseExpression, module: ModuleRef, args: Args,
+def module_call(frame: Frame, call: cst.Call, func: cst.BaseExpression, module: ModuleRef, args: Args,
                 state: State) -> Vals:
     """`module(x)`: a user module runs its `forward`; a torch layer is one node."""
     info = frame.user_class(module)
@@ -285,7 +285,7 @@ def _freezes_itself(info: ClassInfo) -> bool:
     return any(isinstance(v, ModuleRef) and v.frozen for vals in info.state.values() for v in vals)
 
 
-def unknown_call(frame: "Frame", call: cst.Call, args: Args, state: State, receiver_unknown: bool) -> Vals:
+def unknown_call(frame: Frame, call: cst.Call, args: Args, state: State, receiver_unknown: bool) -> Vals:
     parents = [p for _, v in args for p in frame.graph_values(v, state)]
     if receiver_unknown:
         parents.append(OPAQUE)
@@ -295,7 +295,7 @@ def unknown_call(frame: "Frame", call: cst.Call, args: Args, state: State, recei
     return frozenset((frame.store.node(frame, state, call, label, parents, Saves.UNKNOWN),))
 
 
-def inline(frame: "Frame", call: cst.CSTNode, fn: cst.FunctionDef, args: Args, state: State,
+def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, state: State,
            owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True) -> Vals:
     """Interpret a call of a function of the project at its call site, so
     the nodes it creates and the backwards it runs sit in the caller's
@@ -306,7 +306,7 @@ def inline(frame: "Frame", call: cst.CSTNode, fn: cst.FunctionDef, args: Args, s
         # result may well be detached (`repackage_hidden` calls itself on each
         # element of a tuple), so it is unknown, and no walk goes through it to
         # what it was given.
-        if not type(call) is cst.Call:
+        if type(call) is not cst.Call:
             return EMPTY
         return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", (), Saves.UNKNOWN,
                                            Tracked.UNKNOWN, leaf=True),))

@@ -36,7 +36,7 @@ _BINARY_SYMBOLS = {
 }
 
 
-def eval_children(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+def eval_children(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     """Expressions that hold no graph themselves but may contain calls
     (an f-string that prints `loss.item()`): evaluate the parts."""
     if type(expr) is cst.FormattedString:
@@ -57,7 +57,7 @@ def eval_children(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
     return EMPTY
 
 
-def eval_name(frame: "Frame", expr: cst.Name, state: State) -> Vals:
+def eval_name(frame: Frame, expr: cst.Name, state: State) -> Vals:
     """A bound name (`Frame.resolve`), else a definition of the module, else
     an import or a builtin (no graph), else unknown."""
     name = expr.value
@@ -81,7 +81,7 @@ def eval_name(frame: "Frame", expr: cst.Name, state: State) -> Vals:
     return frozenset((OPAQUE,))
 
 
-def eval_attribute(frame: "Frame", expr: cst.Attribute, state: State) -> Vals:
+def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
     key = dotted_name(expr)
     if key is not None:
         head = key.split(".")[0]
@@ -122,7 +122,7 @@ def eval_attribute(frame: "Frame", expr: cst.Attribute, state: State) -> Vals:
     return frozenset(out)
 
 
-def eval_binary(frame: "Frame", expr: cst.BinaryOperation, state: State) -> Vals:
+def eval_binary(frame: Frame, expr: cst.BinaryOperation, state: State) -> Vals:
     left = frame.eval(expr.left, state)
     right = frame.eval(expr.right, state)
     symbol = _BINARY_SYMBOLS.get(type(expr.operator))
@@ -137,7 +137,7 @@ def eval_binary(frame: "Frame", expr: cst.BinaryOperation, state: State) -> Vals
     return frozenset((frame.store.node(frame, state, expr, symbol, parents, ops.operator_saves(symbol)),))
 
 
-def eval_unary(frame: "Frame", expr: cst.UnaryOperation, state: State) -> Vals:
+def eval_unary(frame: Frame, expr: cst.UnaryOperation, state: State) -> Vals:
     vals = frame.eval(expr.expression, state)
     if type(expr.operator) in (cst.Not, cst.BitInvert):
         return EMPTY
@@ -147,23 +147,23 @@ def eval_unary(frame: "Frame", expr: cst.UnaryOperation, state: State) -> Vals:
     return frozenset((frame.store.node(frame, state, expr, "neg", parents, Saves.NOTHING),))
 
 
-def eval_compare(frame: "Frame", expr: cst.Comparison, state: State) -> Vals:
+def eval_compare(frame: Frame, expr: cst.Comparison, state: State) -> Vals:
     frame.eval(expr.left, state)
     for target in expr.comparisons:
         frame.eval(target.comparator, state)
     return EMPTY
 
 
-def eval_boolean(frame: "Frame", expr: cst.BooleanOperation, state: State) -> Vals:
+def eval_boolean(frame: Frame, expr: cst.BooleanOperation, state: State) -> Vals:
     return frame.eval(expr.left, state) | frame.eval(expr.right, state)
 
 
-def eval_ifexp(frame: "Frame", expr: cst.IfExp, state: State) -> Vals:
+def eval_ifexp(frame: Frame, expr: cst.IfExp, state: State) -> Vals:
     frame.eval(expr.test, state)
     return frame.eval(expr.body, state) | frame.eval(expr.orelse, state)
 
 
-def eval_subscript(frame: "Frame", expr: cst.Subscript, state: State) -> Vals:
+def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
     base = frame.eval(expr.value, state)
     literal_index: Optional[int] = None
     basic = True
@@ -202,7 +202,7 @@ def eval_subscript(frame: "Frame", expr: cst.Subscript, state: State) -> Vals:
     return frozenset(out)
 
 
-def eval_sequence(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+def eval_sequence(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     items = []
     for element in expr.elements:  # type: ignore[attr-defined]
         vals = frame.eval(element.value, state)
@@ -214,7 +214,7 @@ def eval_sequence(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
     return frozenset((frame.new_list(expr, frozenset(x for item in items for x in item), state),))
 
 
-def eval_dict(frame: "Frame", expr: cst.Dict, state: State) -> Vals:
+def eval_dict(frame: Frame, expr: cst.Dict, state: State) -> Vals:
     values: set = set()
     for element in expr.elements:
         if type(element) is cst.DictElement:
@@ -225,7 +225,7 @@ def eval_dict(frame: "Frame", expr: cst.Dict, state: State) -> Vals:
     return frozenset((frame.new_list(expr, frozenset(values), state),))
 
 
-def eval_comprehension(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+def eval_comprehension(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     inner = state.copy()
     comp = expr.for_in  # type: ignore[attr-defined]
     while comp is not None:
@@ -242,18 +242,18 @@ def eval_comprehension(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
     return frozenset((frame.new_list(expr, produced, state),))
 
 
-def eval_named(frame: "Frame", expr: cst.NamedExpr, state: State) -> Vals:
+def eval_named(frame: Frame, expr: cst.NamedExpr, state: State) -> Vals:
     vals = frame.eval(expr.value, state)
     frame.bind(expr.target, vals, state)
     return vals
 
 
-def eval_nothing(frame: "Frame", expr: cst.CSTNode, state: State) -> Vals:
+def eval_nothing(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     """Literals, and lambdas (whose bodies are not interpreted)."""
     return EMPTY
 
 
-def eval_await(frame: "Frame", expr: cst.Await, state: State) -> Vals:
+def eval_await(frame: Frame, expr: cst.Await, state: State) -> Vals:
     return frame.eval(expr.expression, state)
 
 

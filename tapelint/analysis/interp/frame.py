@@ -9,7 +9,8 @@ through the narrow `Recorder` protocol, never to the driver's internals.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Optional, Protocol
 
 import libcst as cst
 
@@ -89,7 +90,7 @@ class Frame:
         self.is_module = isinstance(scope, cst.Module)
 
     def callee(self, fn: cst.FunctionDef, call: cst.CSTNode, owner: Optional[ClassInfo],
-               fallback: tuple[dict[str, Vals], ...]) -> "Frame":
+               fallback: tuple[dict[str, Vals], ...]) -> Frame:
         """The frame of `fn` called at `call` from this frame: the caller's loops and
         context, and the program of the module that defines `fn`."""
         return Frame(self.program.home_of(fn), self.store, self.recorder, fn, self.loops, self.context + (call, fn), owner,

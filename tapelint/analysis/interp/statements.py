@@ -7,8 +7,9 @@ Dispatch is by exact node type."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
@@ -32,7 +33,7 @@ _AUG_SYMBOLS = {
 }
 
 
-def exec_stmt(frame: "Frame", stmt: cst.CSTNode, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def exec_stmt(frame: Frame, stmt: cst.CSTNode, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     if type(stmt) is cst.SimpleStatementLine:
         for small in stmt.body:
             handler = _SMALL.get(type(small))
@@ -50,7 +51,7 @@ def exec_stmt(frame: "Frame", stmt: cst.CSTNode, state: State, block: Sequence[c
 # --------------------------------------------------------------- control flow
 
 
-def _exec_if(frame: "Frame", stmt: cst.If, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     frame.eval(stmt.test, state)
     then, other = state.copy(), state.copy()
     _refine_none_test(frame, stmt.test, then, other)
@@ -64,7 +65,7 @@ def _exec_if(frame: "Frame", stmt: cst.If, state: State, block: Sequence[cst.CST
     return State.join(then, other)
 
 
-def _refine_none_test(frame: "Frame", test: cst.BaseExpression, then: State, other: State) -> None:
+def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other: State) -> None:
     """`if h is None:` / `if h is not None:` — on the branch where the
     value is None it holds no graph (the first iteration of a carried
     hidden state)."""
@@ -82,7 +83,7 @@ def _refine_none_test(frame: "Frame", test: cst.BaseExpression, then: State, oth
         other.env[key] = EMPTY
 
 
-def _exec_for(frame: "Frame", stmt: cst.For, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     iterable = frame.eval(stmt.iter, state)
     elements = frame.elements(iterable, state)
     _freeze_parameters_loop(frame, stmt, state)
@@ -99,7 +100,7 @@ def _exec_for(frame: "Frame", stmt: cst.For, state: State, block: Sequence[cst.C
     return state
 
 
-def _exec_while(frame: "Frame", stmt: cst.While, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     loop = Loop(stmt, label="while")
     frame.recorder.loop_site(loop, block, index)
 
@@ -113,7 +114,7 @@ def _exec_while(frame: "Frame", stmt: cst.While, state: State, block: Sequence[c
     return state
 
 
-def run_loop(frame: "Frame", loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
+def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
              state: State) -> State:
     """Iterate the body to a fixed point. What reaches the head again is
     carried: this iteration's nodes become `Carried` stand-ins, and so do
@@ -154,7 +155,7 @@ def run_loop(frame: "Frame", loop: Loop, bind: Callable[[State], State], body: S
     return result
 
 
-def _exec_with(frame: "Frame", stmt: cst.With, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_with(frame: Frame, stmt: cst.With, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     no_grad = state.no_grad
     for item in stmt.items:
         expr = item.item
@@ -181,7 +182,7 @@ def _exec_with(frame: "Frame", stmt: cst.With, state: State, block: Sequence[cst
     return state
 
 
-def _exec_try(frame: "Frame", stmt: cst.Try, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_try(frame: Frame, stmt: cst.Try, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     body_end = frame.exec_block(stmt.body.body, state.copy())
     if stmt.orelse is not None:
         body_end = frame.exec_block(stmt.orelse.body.body, body_end)
@@ -198,7 +199,7 @@ def _exec_try(frame: "Frame", stmt: cst.Try, state: State, block: Sequence[cst.C
     return result
 
 
-def _exec_match(frame: "Frame", stmt: cst.Match, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_match(frame: Frame, stmt: cst.Match, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     frame.eval(stmt.subject, state)
     ends = [frame.exec_block(case.body.body, state.copy()) for case in stmt.cases]
     result = state
@@ -207,7 +208,7 @@ def _exec_match(frame: "Frame", stmt: cst.Match, state: State, block: Sequence[c
     return result
 
 
-def _exec_def(frame: "Frame", stmt: cst.FunctionDef, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_def(frame: Frame, stmt: cst.FunctionDef, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     ref = frame.store.function_ref(stmt, frame.context, frame.loops)
     if not frame.is_module:
         ref.closure = state.env  # a closure sees its defining scope, later bindings included
@@ -215,7 +216,7 @@ def _exec_def(frame: "Frame", stmt: cst.FunctionDef, state: State, block: Sequen
     return state
 
 
-def _exec_class(frame: "Frame", stmt: cst.ClassDef, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+def _exec_class(frame: Frame, stmt: cst.ClassDef, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
     info = frame.program.classes.get(stmt.name.value)
     is_module = info.is_module if info else False
     parametric = info.parametric if info else False
@@ -226,7 +227,7 @@ def _exec_class(frame: "Frame", stmt: cst.ClassDef, state: State, block: Sequenc
 # --------------------------------------------------------------- small statements
 
 
-def _exec_assign(frame: "Frame", small: cst.Assign, state: State) -> None:
+def _exec_assign(frame: Frame, small: cst.Assign, state: State) -> None:
     vals = frame.eval(small.value, state)
     for target in small.targets:
         if type(target.target) is cst.Attribute and target.target.attr.value == "requires_grad":
@@ -236,45 +237,45 @@ def _exec_assign(frame: "Frame", small: cst.Assign, state: State) -> None:
     _note_assign_accumulation(frame, small, state)
 
 
-def _exec_annassign(frame: "Frame", small: cst.AnnAssign, state: State) -> None:
+def _exec_annassign(frame: Frame, small: cst.AnnAssign, state: State) -> None:
     if small.value is not None:
         frame.bind(small.target, frame.eval(small.value, state), state)
 
 
-def _exec_expr(frame: "Frame", small: cst.Expr, state: State) -> None:
+def _exec_expr(frame: Frame, small: cst.Expr, state: State) -> None:
     frame.eval(small.value, state)
 
 
-def _exec_return(frame: "Frame", small: cst.Return, state: State) -> None:
+def _exec_return(frame: Frame, small: cst.Return, state: State) -> None:
     if small.value is not None:
         frame.returns.append(frame.eval(small.value, state))
     frame.exits.append(state.copy())
     state.ended = True
 
 
-def _exec_continue(frame: "Frame", small: cst.Continue, state: State) -> None:
+def _exec_continue(frame: Frame, small: cst.Continue, state: State) -> None:
     """The path goes back to the loop's head (with the state it has here)."""
     if frame.loop_exits:
         frame.loop_exits[-1][0].append(state.copy())
     state.ended = True
 
 
-def _exec_break(frame: "Frame", small: cst.Break, state: State) -> None:
+def _exec_break(frame: Frame, small: cst.Break, state: State) -> None:
     """The path leaves the loop (with the state it has here)."""
     if frame.loop_exits:
         frame.loop_exits[-1][1].append(state.copy())
     state.ended = True
 
 
-def _exec_global(frame: "Frame", small: cst.Global, state: State) -> None:
+def _exec_global(frame: Frame, small: cst.Global, state: State) -> None:
     frame.globals.update(n.name.value for n in small.names)
 
 
-def _exec_del(frame: "Frame", small: cst.Del, state: State) -> None:
+def _exec_del(frame: Frame, small: cst.Del, state: State) -> None:
     _delete(frame, small.target, state)
 
 
-def _delete(frame: "Frame", target: cst.BaseExpression, state: State) -> None:
+def _delete(frame: Frame, target: cst.BaseExpression, state: State) -> None:
     if type(target) in (cst.Tuple, cst.List):
         for element in target.elements:  # type: ignore[attr-defined]
             _delete(frame, element.value, state)
@@ -284,17 +285,17 @@ def _delete(frame: "Frame", target: cst.BaseExpression, state: State) -> None:
         state.env.pop(key, None)
 
 
-def _exec_assert(frame: "Frame", small: cst.Assert, state: State) -> None:
+def _exec_assert(frame: Frame, small: cst.Assert, state: State) -> None:
     frame.eval(small.test, state)
 
 
-def _exec_raise(frame: "Frame", small: cst.Raise, state: State) -> None:
+def _exec_raise(frame: Frame, small: cst.Raise, state: State) -> None:
     if small.exc is not None:
         frame.eval(small.exc, state)
     state.ended = True
 
 
-def _exec_augassign(frame: "Frame", stmt: cst.AugAssign, state: State) -> None:
+def _exec_augassign(frame: Frame, stmt: cst.AugAssign, state: State) -> None:
     prior = frame.eval(stmt.target, state)
     added = frame.eval(stmt.value, state)
     symbol = _AUG_SYMBOLS.get(type(stmt.operator))
@@ -315,12 +316,12 @@ def _exec_augassign(frame: "Frame", stmt: cst.AugAssign, state: State) -> None:
         _note_accumulation(frame, stmt, stmt.target, [], added, node, state)
 
 
-def _note_assign_accumulation(frame: "Frame", stmt: cst.Assign, state: State) -> None:
+def _note_assign_accumulation(frame: Frame, stmt: cst.Assign, state: State) -> None:
     """`total = total + x` (either order): the same accumulation as `+=`."""
     value = stmt.value
-    if len(stmt.targets) != 1 or not type(value) is cst.BinaryOperation:
+    if len(stmt.targets) != 1 or type(value) is not cst.BinaryOperation:
         return
-    if not type(value.operator) in (cst.Add, cst.Subtract):
+    if type(value.operator) not in (cst.Add, cst.Subtract):
         return
     target = stmt.targets[0].target
     key = frame.target_key(target)
@@ -335,7 +336,7 @@ def _note_assign_accumulation(frame: "Frame", stmt: cst.Assign, state: State) ->
         _note_accumulation(frame, stmt, target, [], _eval_quiet(frame, other, state), node, state)
 
 
-def _eval_quiet(frame: "Frame", expr: cst.BaseExpression, state: State) -> Vals:
+def _eval_quiet(frame: Frame, expr: cst.BaseExpression, state: State) -> Vals:
     """Re-read an operand already evaluated, without evaluating it again."""
     key = frame.target_key(expr)
     if key is not None:
@@ -344,24 +345,24 @@ def _eval_quiet(frame: "Frame", expr: cst.BaseExpression, state: State) -> Vals:
     return frozenset((node,)) if node is not None else EMPTY
 
 
-def _note_accumulation(frame: "Frame", statement: cst.CSTNode, target: cst.BaseExpression,
+def _note_accumulation(frame: Frame, statement: cst.CSTNode, target: cst.BaseExpression,
                        lists: Sequence[ListRef], added: Vals, node: Optional[AbstractNode], state: State) -> None:
     frame.recorder.accumulation(frame.loops, frame.context, statement, target, lists,
                                 frame.graph_values(added, state), node, state.no_grad)
 
 
-def note_accumulation(frame: "Frame", statement: cst.CSTNode, target: cst.BaseExpression,
+def note_accumulation(frame: Frame, statement: cst.CSTNode, target: cst.BaseExpression,
                       lists: Sequence[ListRef], added: Vals, state: State) -> None:
     """`lst.append(v)` and friends: an accumulation into a container."""
     _note_accumulation(frame, statement, target, lists, added, None, state)
 
 
-def _freeze_parameters_loop(frame: "Frame", stmt: cst.For, state: State) -> None:
+def _freeze_parameters_loop(frame: Frame, stmt: cst.For, state: State) -> None:
     """`for p in model.parameters(): p.requires_grad = False` freezes `model`."""
     it = stmt.iter
     if not (type(it) is cst.Call and type(it.func) is cst.Attribute):
         return
-    if it.func.attr.value not in torch_api.PARAMETER_METHODS or not type(stmt.target) in (cst.Name, cst.Tuple):
+    if it.func.attr.value not in torch_api.PARAMETER_METHODS or type(stmt.target) not in (cst.Name, cst.Tuple):
         return
     if not _switches_off_gradients(stmt.body.body):
         return

@@ -14,14 +14,14 @@ from tapelint.analysis.model import OPAQUE, ModuleRef, Retains, Tracked
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
 from tapelint.analysis.torch_api import literal_bool
-from tapelint.ops import Saves
 from tapelint.literals import call_arguments
+from tapelint.ops import Saves
 
 if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
 
 
-def torch_call(frame: "Frame", call: cst.Call, name: str, args: list, state: State) -> Vals:
+def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State) -> Vals:
     """A call of `torch.<name>` (canonical name)."""
     last = name.rsplit(".", 1)[-1]
     store = frame.store
@@ -56,7 +56,7 @@ def torch_call(frame: "Frame", call: cst.Call, name: str, args: list, state: Sta
     return frozenset((store.node(frame, state, call, last, parents, ops.function_saves(last)),))
 
 
-def tensor_method(frame: "Frame", call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
+def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
                   state: State) -> Vals:
     """`t.<method>(...)` on tensors known to the analysis."""
     if method in ops.UNTRACKING:
@@ -82,7 +82,7 @@ def tensor_method(frame: "Frame", call: cst.Call, func: cst.Attribute, tensors: 
     return frozenset((node,))
 
 
-def backward(frame: "Frame", call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
+def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
              is_grad: bool = False) -> None:
     """A call that walks the graph of `roots`: whether it retains decides what
     it releases (`retain_graph`/`create_graph`, by keyword or by position)."""

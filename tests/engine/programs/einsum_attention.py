@@ -1,5 +1,6 @@
 """Hand-written multi-head self-attention with einsum, a LayerNorm residual, RMSprop."""
 import math
+
 import torch
 import torch.nn as nn
 

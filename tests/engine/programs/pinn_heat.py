@@ -1,6 +1,7 @@
 """A physics-informed network for u_t = u_xx: derivatives of the network's output
 with respect to its inputs, with create_graph for the residual's gradient."""
 import math
+
 import torch
 import torch.nn as nn
 
