@@ -2,7 +2,7 @@
 
 The program runs once per file on the engine (or real PyTorch) in a sandboxed
 subprocess; its structured outcome is matched against each diagnostic's
-positions, as `rules.md` demands: a reuse finding is `confirmed` only if the
+positions, as `docs/rules.md` demands: a reuse finding is `confirmed` only if the
 run fails at the diagnostic's `fails-at` call on the node from its
 `definition`; TL003 only if the graph kept alive grows with the iterations.
 The engine is imported lazily: the linter itself never needs numpy.

@@ -312,7 +312,7 @@ def _fails_at_line(diagnostic: Diagnostic) -> int | None:
     related = diagnostic.related_of(Role.FAILS_AT)
     if related is not None:
         return related.range.start.line
-    # TL002/TL004 put the failing backward in the primary range (`rules.md`).
+    # TL002/TL004 put the failing backward in the primary range (`docs/rules.md`).
     return diagnostic.range.start.line if diagnostic.code in ("TL002", "TL004") else None
 
 

@@ -5,9 +5,9 @@ and Jupyter notebooks (`*.ipynb`),
 and skips what is never the user's own code: version-control folders,
 virtualenvs, caches and build output. The built-in skip list is ruff's
 default `exclude` (plus `__pycache__` and any folder holding a `pyvenv.cfg`,
-i.e. a virtualenv under any name). `build/` and `env/` are *not* skipped:
-both are common names for real packages (an RL `env/` package, a `build/`
-module of a build tool). The built-in list applies only to what the walk
+i.e. a virtualenv under any name); the walk adds `build/`
+(`config.DEFAULT_SKIPPED_DIRECTORIES`). `env/` is *not* skipped: it is a
+common name for a real package (an RL `env/` package). The built-in list applies only to what the walk
 finds, never to a path named on the command line, so
 `tapelint check .venv/lib/python3.11/site-packages/torch` works. The user's
 `--exclude` globs apply to everything, named paths included.
