@@ -38,11 +38,7 @@ class DocumentText:
     codec: PositionCodec
 
     def range(self, range_: Range) -> types.Range:
-        code_points = types.Range(
-            start=types.Position(line=range_.start.line - 1, character=range_.start.column),
-            end=types.Position(line=range_.end.line - 1, character=range_.end.column),
-        )
-        return self.codec.range_to_client_units(self.lines, code_points)
+        return self.codec.range_to_client_units(self.lines, _code_points(range_))
 
 
 def to_lsp_diagnostic(
@@ -79,9 +75,15 @@ def _location(path: str, range_: Range, text: DocumentText) -> types.Location:
     inside an imported model: positions in code points, as on disk)."""
     if path == text.path:
         return types.Location(uri=text.uri, range=text.range(range_))
-    other = types.Range(start=types.Position(line=range_.start.line - 1, character=range_.start.column),
-                        end=types.Position(line=range_.end.line - 1, character=range_.end.column))
-    return types.Location(uri=path_to_uri(path), range=other)
+    return types.Location(uri=path_to_uri(path), range=_code_points(range_))
+
+
+def _code_points(range_: Range) -> types.Range:
+    """`range_` as a 0-based LSP range in code points (tapelint's columns)."""
+    return types.Range(
+        start=types.Position(line=range_.start.line - 1, character=range_.start.column),
+        end=types.Position(line=range_.end.line - 1, character=range_.end.column),
+    )
 
 
 def quick_fixes(
