@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 from pygls.workspace import PositionCodec
 
-from tapelint.diagnostics import Diagnostic, Fix, Range, Safety, Severity
+from tapelint.diagnostics import Diagnostic, FileError, Fix, Range, Safety, Severity
 from tapelint.reporters.lsp import path_to_uri
 
 SOURCE = "tapelint"
@@ -67,6 +67,19 @@ def to_lsp_diagnostic(
         code=diagnostic.code,
         source=SOURCE,
         related_information=related or None,
+    )
+
+
+def not_checked(error: FileError) -> types.Diagnostic:
+    """A document tapelint could not check (over the per-file budget, or the
+    lint process died on it), said on its first line: the editor shows
+    why there are no findings instead of an apparently clean file."""
+    start = types.Position(line=0, character=0)
+    return types.Diagnostic(
+        range=types.Range(start=start, end=start),
+        message=f"not checked by tapelint: {error.message}",
+        severity=types.DiagnosticSeverity.Warning,
+        source=SOURCE,
     )
 
 

@@ -2,10 +2,12 @@
 
 Diagnostics are published on open and save at once, and on change after a
 pause in typing (text documents and, LSP 3.17, notebook documents: see
-`tapelint.lsp.notebook`) (a newer change cancels the pending run). Linting runs in a
-worker thread, so hover and code actions stay answered while a large file
-is analysed; a result is published only if the document is still at the
-version that was linted. Each published finding is kept with its document
+`tapelint.lsp.notebook`) (a newer change cancels the pending run). Linting is
+driven from a worker thread, so hover and code actions stay answered while a
+large file is analysed, and done in a long-lived child process
+(`tapelint.lsp.worker`), so that no document can take the server down: one
+the child could not lint gets a single diagnostic saying why. A result is
+published only if the document is still at the version that was linted. Each published finding is kept with its document
 snapshot: code actions and hover answer from it, never from a re-lint.
 
 A document is linted as the command line lints its file: its inline
@@ -26,11 +28,11 @@ from pygls.uris import to_fs_path
 
 from tapelint import __version__
 from tapelint.config import ConfigError, Resolver
-from tapelint.diagnostics import Diagnostic, FileResult, split_lines
-from tapelint.document import lint_document
-from tapelint.lsp.convert import DocumentText, contains, overlaps, quick_fixes, to_lsp_diagnostic
+from tapelint.diagnostics import Diagnostic, FileError, FileResult, split_lines
+from tapelint.lsp.convert import DocumentText, contains, not_checked, overlaps, quick_fixes, to_lsp_diagnostic
 from tapelint.lsp.notebook import PYTHON_LANGUAGES, Cell, by_cell, cell_texts, notebook_json
-from tapelint.notebooks import is_notebook, lint_notebook
+from tapelint.lsp.worker import LintWorker, Request
+from tapelint.notebooks import is_notebook
 from tapelint.rules import BY_CODE
 
 DEBOUNCE_SECONDS = 0.3
@@ -66,10 +68,15 @@ class TapelintServer(LanguageServer):
         self.debounce = debounce
         # One worker: runs for different files queue rather than compete for the GIL.
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tapelint-lint")
+        self.worker = LintWorker()  # used from the lint thread only
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.published: dict[str, Published] = {}
         self.config_errors: set[str] = set()  # each shown once, not on every pause in typing
         self.notebook_cells: dict[str, tuple[str, ...]] = {}  # notebook URI -> cell URIs last published
+
+    def warm(self) -> None:
+        """Start the lint process now, so the first document does not wait for its imports."""
+        self.linter.submit(self.worker.start)
 
     def schedule(self, uri: str, delay: float, notebook: bool = False) -> None:
         """Lint `uri` after `delay` seconds, replacing any run not yet published."""
@@ -113,7 +120,7 @@ class TapelintServer(LanguageServer):
         current = self.workspace.text_documents.get(uri)
         if result is None or current is None or current.version != text.version:
             return  # edited meanwhile: the run scheduled by that edit publishes
-        self._publish(text, result.diagnostics)
+        self._publish(text, result.diagnostics, unchecked=result.errors)
 
     async def _lint_notebook(self, uri: str, delay: float) -> None:
         """Lint a notebook's code cells as one program; publish on each cell."""
@@ -165,16 +172,18 @@ class TapelintServer(LanguageServer):
         return result
 
     def _publish(self, text: DocumentText, diagnostics: Sequence[Diagnostic],
-                 cells: Mapping[int, DocumentText] | None = None) -> None:
+                 cells: Mapping[int, DocumentText] | None = None, unchecked: Sequence[FileError] = ()) -> None:
+        """The document's findings, and a line for each reason it was not checked."""
         findings = tuple(Finding(d, to_lsp_diagnostic(d, text, cells)) for d in diagnostics)
         self.published[text.uri] = Published(text, findings)
+        shown = [f.lsp for f in findings] + [not_checked(error) for error in unchecked if error.path == text.path]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=text.uri, version=text.version, diagnostics=[f.lsp for f in findings])
+            types.PublishDiagnosticsParams(uri=text.uri, version=text.version, diagnostics=shown)
         )
 
     def _run(self, source: str, path: str, notebook: bool) -> tuple[FileResult, str | None]:
-        """In the worker thread: configuration lookup reads files, linting is
-        CPU. The configuration is looked up afresh each run (a few small
+        """In the lint thread: configuration lookup reads files, linting is
+        CPU (in the lint process). The configuration is looked up afresh each run (a few small
         files), so an edited pyproject applies on the next keystroke. A
         broken one is reported, and the file linted as with `--isolated`; a file
         the configuration excludes gets no diagnostics, as on the command line.
@@ -187,11 +196,9 @@ class TapelintServer(LanguageServer):
             settings, error = resolver.settings_for(path), None
         except ConfigError as exc:
             settings, error = Resolver(isolated=True).settings_for(path), str(exc)
-        if notebook:
-            return lint_notebook(source, path, settings), error
-        if is_notebook(path):
+        if is_notebook(path) and not notebook:
             return FileResult(path), error
-        return lint_document(source, path, settings), error
+        return self.worker.lint(Request(source, path, settings, notebook)).result, error
 
     def _log(self, kind: types.MessageType, message: str) -> None:
         self.window_log_message(types.LogMessageParams(type=kind, message=message))
@@ -206,6 +213,16 @@ class TapelintServer(LanguageServer):
 
 
 server = TapelintServer()
+
+
+@server.feature(types.INITIALIZED)
+def initialized(ls: TapelintServer, params: types.InitializedParams) -> None:
+    ls.warm()
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: TapelintServer, params: None) -> None:
+    ls.linter.submit(ls.worker.close)  # after the lint in progress, if any
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

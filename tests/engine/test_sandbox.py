@@ -95,6 +95,36 @@ def test_no_network_where_namespaces_allow(tmp_path: Path) -> None:
     assert "INTERFACES ['lo']" in report.output
 
 
+@posix
+@pytest.mark.parametrize("unshare", ["missing", "refused"])
+def test_without_namespaces_the_program_runs_with_the_network_reachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unshare: str
+) -> None:
+    # No `unshare` on PATH, or one that fails as it does where unprivileged
+    # user namespaces are disabled (containers, hardened kernels): the
+    # program still runs, and the report says the network was not isolated.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if unshare == "refused":
+        fake = bin_dir / "unshare"
+        fake.write_text("#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    network_isolation_available.cache_clear()
+    try:
+        assert not network_isolation_available()
+        path = write(tmp_path, """\
+            import socket
+            print("INTERFACES", len(socket.if_nameindex()))
+            """)
+        report = run_program(path)
+        assert report.status == "ok", report
+        assert not report.network_isolated
+        assert "INTERFACES" in report.output
+    finally:
+        network_isolation_available.cache_clear()  # later tests probe the real platform
+
+
 def test_the_result_cannot_be_forged_through_a_file(tmp_path: Path) -> None:
     # The old channel was a report file named on the child's command line.
     path = write(tmp_path, """\

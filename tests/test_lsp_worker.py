@@ -1,0 +1,115 @@
+"""Issue 10, the language server's lint process: a document that kills the
+linter (a native abort, a file over its time or memory budget) gets one
+diagnostic saying it was not checked, the server lives on, and the next
+edit is linted by a fresh process. Through a real LSP client (pytest-lsp),
+and on the worker handle directly."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info < (3, 10):
+    pytest.skip("pytest-lsp needs Python 3.10+", allow_module_level=True)
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from test_lsp import HAZARD, change_document, open_document, published
+from test_robust_runner import SLOW, WIDE
+
+from tapelint.lsp.worker import ABORT_MARKER, FAULTS_VARIABLE, LintWorker, Request
+from tapelint.settings import Settings
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="budgets are the kernel's (Linux)")
+ABORTING = HAZARD + ABORT_MARKER + "\n"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("workspace")
+    budget = root / "budget"
+    budget.mkdir()
+    (budget / "pyproject.toml").write_text("[tool.tapelint]\nfile-timeout = 0.5\n")
+    return root
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "tapelint", "lsp"],
+                              server_env={**os.environ, FAULTS_VARIABLE: "1"}),
+)
+async def client(lsp_client: LanguageClient, workspace: Path):
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def codes(diagnostics: list[types.Diagnostic]) -> list[str | int | None]:
+    return [d.code for d in diagnostics]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_worker_that_dies_mid_lint_is_one_diagnostic_and_the_next_edit_works(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = open_document(client, workspace / "train.py", HAZARD)
+    assert codes(await published(client, uri)) == ["TL001"]
+
+    change_document(client, uri, 2, ABORTING)
+    [diagnostic] = await published(client, uri)
+    assert diagnostic.message == "not checked by tapelint: internal error: the worker process died while checking this file"
+    assert diagnostic.range.start == types.Position(line=0, character=0)
+    assert any("died while checking" in m.message for m in client.log_messages)
+
+    change_document(client, uri, 3, HAZARD)  # the next edit: a fresh worker lints it
+    assert codes(await published(client, uri)) == ["TL001"]
+    other = open_document(client, workspace / "other.py", HAZARD)
+    assert codes(await published(client, other)) == ["TL001"]
+
+
+@linux_only
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_configured_time_budget_holds_in_the_editor(client: LanguageClient, workspace: Path) -> None:
+    uri = open_document(client, workspace / "budget" / "slow.py", SLOW)
+    [diagnostic] = await published(client, uri)
+    assert diagnostic.message.startswith("not checked by tapelint: took more than 0.5 s of CPU time, the per-file budget")
+    change_document(client, uri, 2, HAZARD)
+    assert codes(await published(client, uri)) == ["TL001"]
+
+
+def test_the_worker_restarts_after_a_death_and_stays_warm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULTS_VARIABLE, "1")
+    worker = LintWorker()
+    try:
+        request = Request(HAZARD, "/w/train.py", Settings(), notebook=False)
+        assert [d.code for d in worker.lint(request).result.diagnostics] == ["TL001"]
+        first = worker.process
+        assert worker.lint(request).result.diagnostics and worker.process is first  # one process, reused
+
+        died = worker.lint(Request(ABORTING, "/w/train.py", Settings(), notebook=False))
+        assert died.crashed and died.result.errors[0].message.startswith("internal error: the worker process died")
+        assert worker.started == 2 and worker.process is not first  # restarted at once, for the next edit
+        assert [d.code for d in worker.lint(request).result.diagnostics] == ["TL001"]
+    finally:
+        worker.close()
+    assert worker.process is None and first is not None and first.returncode is not None
+
+
+@linux_only
+def test_the_memory_budget_holds_in_the_worker() -> None:
+    worker = LintWorker()
+    try:
+        over = worker.lint(Request(WIDE, "/w/wide.py", Settings(file_memory_mb=100), notebook=False))
+        [error] = over.result.errors
+        assert error.message.startswith("needed more than 100 MB, the per-file memory budget")
+        assert not over.crashed
+        fine = worker.lint(Request(HAZARD, "/w/train.py", Settings(), notebook=False))
+        assert [d.code for d in fine.result.diagnostics] == ["TL001"]
+    finally:
+        worker.close()
