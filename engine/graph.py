@@ -1,9 +1,10 @@
 """The recorded graph at the failing backward, as data, for `tapelint run
 --graph` and `tapelint confirm --graph` (tapelint/graph.py draws it).
 
-The program runs once more, on its own, in a child process with the runner's
-limits (`python -m tapelint_engine.graph`): every backward call is noted, and
-when a walk raises PyTorch's or burn's graph error, the graph reachable from
+The program runs once more, on its own, in the sandbox of `run`
+(`runner.run_child`: `python -m tapelint_engine.graph` with the same limits,
+environment, working directory and result channel): every backward call is
+noted, and when a walk raises PyTorch's or burn's graph error, the graph reachable from
 that walk's roots is copied out before the error propagates. Nothing in the
 tape changes; this module wraps `run_backward` in the child only.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -33,25 +33,25 @@ MAX_NODES = 300  # a large model's graph is cut, nearest the roots first
 
 
 def record_graph(path: str, semantics: str = "torch", *, timeout: float = 30.0,
-                 memory_mb: int = 1024) -> dict[str, Any]:
-    """Run `path` in a child process and return the recorded graph (see
-    `snapshot`), or `{"status": "timeout" | "crash", "detail": ...}`."""
-    from .runner import _child_env  # the runner's environment: single-threaded BLAS
+                 memory_mb: int | None = None) -> dict[str, Any]:
+    """Run `path` in the sandbox of `run` (`runner.run_child`: its limits,
+    environment, working directory and result channel) and return the
+    recorded graph (see `snapshot`), or `{"status": "timeout" | "crash",
+    "detail": ...}`."""
+    from .runner import DEFAULT_MEMORY_MB, cpu_seconds, run_child
 
-    path = os.path.abspath(path)
-    with tempfile.TemporaryDirectory(prefix="tapelint-graph-") as scratch:
-        out = os.path.join(scratch, "graph.json")
-        command = [sys.executable, "-m", "tapelint_engine.graph", "--semantics", semantics,
-                   "--memory-mb", str(memory_mb), "--cpu-seconds", str(int(timeout) + 1), "--out", out, path]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_child_env(scratch),
-                                  cwd=scratch, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "detail": f"no result within {timeout:g} s"}
-        if not os.path.exists(out):
-            return {"status": "crash", "detail": (done.stderr.strip() or f"exit {done.returncode}")[-800:]}
-        with open(out, encoding="utf-8") as handle:
-            return json.load(handle)  # type: ignore[no-any-return]
+    memory = DEFAULT_MEMORY_MB if memory_mb is None else memory_mb
+    arguments = ["--semantics", semantics, "--memory-mb", str(memory), "--cpu-seconds", str(cpu_seconds(timeout)),
+                 os.path.abspath(path)]
+    with tempfile.TemporaryDirectory(prefix="tapelint-graph-") as home:
+        outcome = run_child("tapelint_engine.graph", arguments, timeout=timeout, home=home)
+    if outcome.error is not None:
+        return {"status": "crash", "detail": outcome.error}
+    if outcome.timed_out:
+        return {"status": "timeout", "detail": f"no result within {timeout:g} s"}
+    if outcome.result is None:
+        return {"status": "crash", "detail": outcome.why_no_result()}
+    return outcome.result
 
 
 # ------------------------------------------------------------------- the child
@@ -147,12 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--semantics", default="torch")
     parser.add_argument("--memory-mb", type=int, default=1024)
     parser.add_argument("--cpu-seconds", type=int, default=31)
-    parser.add_argument("--out", required=True)
     parser.add_argument("path")
     ns = parser.parse_args(argv)
     from . import child, facade, source, tape
     from .facade import autograd
 
+    send = child._result_channel()  # before the program can see its descriptor
     child._limit(ns.memory_mb, ns.cpu_seconds, "engine")  # the runner child's limits
     path = os.path.abspath(ns.path)
     tape.reset(ns.semantics)
@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "backward_lines": state["backward_lines"]}
     result["semantics"] = ns.semantics
     sys.stdout.flush()
-    with open(ns.out, "w", encoding="utf-8") as handle:
-        json.dump(result, handle)
+    sys.stderr.flush()
+    send(json.dumps(result))
     return 0
 
 

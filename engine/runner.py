@@ -46,6 +46,7 @@ result: run only code you would run yourself."""
 STATUSES = ("ok", "error", "timeout", "unsupported", "crash")
 ERROR_KINDS = ("second-backward", "tape-consumed", "inplace", "other")
 OUTPUT_TAIL = 4000
+DEFAULT_MEMORY_MB = 1024  # what confirm's runs get (run has --memory-mb)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class RunReport:
 
 
 def run_program(path: str, semantics: str = "torch", *, timeout: float = 30.0,
-                memory_mb: int = 1024, watch_lines: tuple[int, ...] = (),
+                memory_mb: int = DEFAULT_MEMORY_MB, watch_lines: tuple[int, ...] = (),
                 backend: str = "engine", reach_lines: tuple[int, ...] = (),
                 echo: Echo | None = None) -> RunReport:
     """Run `path` on the engine (or real PyTorch) in a sandboxed subprocess (see
@@ -116,20 +117,19 @@ def run_program(path: str, semantics: str = "torch", *, timeout: float = 30.0,
     if backend == "torch" and semantics == "strict":
         return replace(base, status="unsupported", detail="real PyTorch has only torch semantics")
     program = os.path.abspath(path)
+    arguments = ["--semantics", semantics, "--backend", backend, "--memory-mb", str(memory_mb),
+                 "--cpu-seconds", str(cpu_seconds(timeout)), "--watch", ",".join(map(str, watch_lines)),
+                 "--reach", ",".join(map(str, reach_lines)), program]
     with tempfile.TemporaryDirectory(prefix="tapelint-run-") as home:
-        outcome = _run_child(program, semantics, backend, timeout, memory_mb, watch_lines, reach_lines, home, echo)
-    output = outcome.tail.decode("utf-8", errors="replace")[-OUTPUT_TAIL:]
-    common = {"duration_s": outcome.elapsed, "output": output, "network_isolated": outcome.network_isolated,
+        outcome = run_child("tapelint_engine.child", arguments, timeout=timeout, home=home, echo=echo)
+    common = {"duration_s": outcome.elapsed, "output": outcome.output, "network_isolated": outcome.network_isolated,
               "reach_lines": tuple(reach_lines)}
     if outcome.error is not None:
         return replace(base, detail=outcome.error, **common)
     if outcome.timed_out:
         return replace(base, status="timeout", detail=f"no result within {timeout:g} s", **common)
     if outcome.result is None:
-        code = outcome.returncode
-        why = f"child exited with {code}" if code >= 0 else f"child killed by signal {-code}"
-        last = _last_lines(output)
-        return replace(base, detail=f"{why}; {last}" if last else why, **common)
+        return replace(base, detail=outcome.why_no_result(), **common)
     report = RunReport.from_dict({**outcome.result, "semantics": semantics, "backend": backend, "path": path})
     return replace(report, **common)
 
@@ -138,7 +138,10 @@ Echo = Callable[[str, bytes], None]
 
 
 @dataclass(frozen=True)
-class _ChildOutcome:
+class ChildOutcome:
+    """What became of one sandboxed child: its result message (None if it
+    sent none), or why not."""
+
     returncode: int
     elapsed: float
     tail: bytes
@@ -147,16 +150,36 @@ class _ChildOutcome:
     timed_out: bool = False
     error: str | None = None  # the child could not be started
 
+    @property
+    def output(self) -> str:
+        """The tail of the child's stdout and stderr, as text."""
+        return self.tail.decode("utf-8", errors="replace")[-OUTPUT_TAIL:]
 
-def _run_child(program: str, semantics: str, backend: str, timeout: float, memory_mb: int,
-               watch: tuple[int, ...], reach: tuple[int, ...], home: str, echo: Echo | None) -> _ChildOutcome:
+    def why_no_result(self) -> str:
+        """How the child ended, with the last lines it wrote, when it sent no result."""
+        code = self.returncode
+        why = f"child exited with {code}" if code >= 0 else f"child killed by signal {-code}"
+        last = _last_lines(self.output)
+        return f"{why}; {last}" if last else why
+
+
+def cpu_seconds(timeout: float) -> int:
+    """The child's CPU limit for a wall-clock `timeout`."""
+    return max(1, int(timeout) + 1)
+
+
+def run_child(module: str, arguments: Sequence[str], *, timeout: float, home: str,
+              echo: Echo | None = None) -> ChildOutcome:
+    """The sandbox's child API: run `python -m module *arguments` as described
+    in `SANDBOX` (its own session, minimal environment, working directory
+    `home`, no network where namespaces allow), killed with everything it
+    started when it ends or after `timeout` seconds. The module sets its own
+    hard limits (`tapelint_engine.child._limit`) and sends one JSON object
+    over `tapelint_engine.child._result_channel()`; that object is `result`."""
     token = secrets.token_hex(16)
     result_read, result_write = os.pipe()
     isolate = network_isolation_available()
-    cmd = [*(_UNSHARE if isolate else ()), sys.executable, "-m", "tapelint_engine.child",
-           "--semantics", semantics, "--backend", backend, "--memory-mb", str(memory_mb),
-           "--cpu-seconds", str(max(1, int(timeout) + 1)),
-           "--watch", ",".join(map(str, watch)), "--reach", ",".join(map(str, reach)), program]
+    cmd = [*(_UNSHARE if isolate else ()), sys.executable, "-m", module, *arguments]
     env = {**_child_env(home), "TAPELINT_RESULT_FD": str(result_write), "TAPELINT_RESULT_TOKEN": token}
     start = time.monotonic()
     try:
@@ -165,7 +188,7 @@ def _run_child(program: str, semantics: str, backend: str, timeout: float, memor
     except OSError as exc:
         os.close(result_read)
         os.close(result_write)
-        return _ChildOutcome(-1, 0.0, b"", isolate, error=f"could not start the child: {exc}")
+        return ChildOutcome(-1, 0.0, b"", isolate, error=f"could not start the child: {exc}")
     os.close(result_write)
     tail = _Tail(OUTPUT_TAIL * 4)
     readers = [threading.Thread(target=_pump, args=(stream, name, tail, echo), daemon=True)
@@ -187,7 +210,7 @@ def _run_child(program: str, semantics: str, backend: str, timeout: float, memor
     for thread in (*readers, result_reader):
         thread.join(timeout=2.0)
     result = _accept(bytes(message), token)
-    return _ChildOutcome(proc.returncode, elapsed, tail.value(), isolate, result, timed_out and result is None)
+    return ChildOutcome(proc.returncode, elapsed, tail.value(), isolate, result, timed_out and result is None)
 
 
 _RESULT_CAP = 64 * 2**20

@@ -38,7 +38,7 @@ def run_command(args: argparse.Namespace) -> int:
             return 2
     code = engine_commands.run_command(args)
     if args.graph is not None and engine_commands.engine_available() and os.path.isfile(args.file):
-        _draw(args.file, args.semantics, args.timeout, base, formats)
+        _draw(args.file, args.semantics, args.timeout, args.memory_mb, base, formats)
     return code
 
 
@@ -53,16 +53,18 @@ def confirm_command(args: argparse.Namespace) -> int:
     for path in discover(args.paths, resolver.excluder(named=tuple(args.paths))).files:
         if path.endswith(".py"):
             semantics = resolver.settings_for(path).semantics.value
-            _draw(path, semantics, args.timeout, os.path.join(args.graph, safe_name(path)), ("svg",), quiet=True)
+            _draw(path, semantics, args.timeout, None, os.path.join(args.graph, safe_name(path)), ("svg",),
+                  quiet=True)
     return code
 
 
-def _draw(path: str, semantics: str, timeout: float, base: str, formats: tuple[str, ...],
+def _draw(path: str, semantics: str, timeout: float, memory_mb: int | None, base: str, formats: tuple[str, ...],
           quiet: bool = False) -> None:
-    """Record and write one program's graph; say so on stderr."""
+    """Record and write one program's graph under the command's limits (None:
+    the default memory limit, as `confirm` runs have); say so on stderr."""
     from tapelint_engine.graph import record_graph
 
-    record = record_graph(path, semantics, timeout=timeout)
+    record = record_graph(path, semantics, timeout=timeout, memory_mb=memory_mb)
     if record.get("status") != "error":
         if not quiet:
             print(f"tapelint: no graph for {path}: no backward failed ({record.get('status')})", file=sys.stderr)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import shutil
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 from dot_subset import DotError, parse
+from processes import alive
 
 from tapelint import graph
 from tapelint.cli import main
@@ -95,6 +98,89 @@ def test_the_recorded_operations_are_pytorchs(recorded: dict) -> None:
             for n in record["nodes"]}
     ours |= {("torch::autograd::AccumulateGrad", ())}
     assert ours == shape(loss.grad_fn)
+
+
+# --- the recorder runs in the sandbox of `run` ------------------------------------------------
+
+posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sessions and limits")
+
+
+def _recorded(tmp_path: Path, source: str, **limits: float) -> dict:
+    pytest.importorskip("numpy")
+    from tapelint_engine.graph import record_graph
+
+    program = tmp_path / "prog.py"
+    program.write_text(textwrap.dedent(source))
+    return record_graph(str(program), "torch", **limits)
+
+
+def test_the_recorder_sees_a_minimal_environment_and_a_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI_SECRET_TOKEN", "hunter2")
+    record = _recorded(tmp_path, f"""\
+        import os, torch
+        open("scratch.txt", "w").write("x")
+        if "CI_SECRET_TOKEN" in os.environ or os.getcwd() == {str(tmp_path)!r}:
+            raise SystemExit("not sandboxed")
+        w = torch.ones(2, requires_grad=True)
+        loss = (w.exp() * w).sum()
+        loss.backward()
+        loss.backward()
+        """)
+    assert (record["status"], record["line"]) == ("error", 8)
+    assert not (tmp_path / "scratch.txt").exists()
+
+
+@posix
+def test_the_recorder_has_the_hard_memory_limit(tmp_path: Path) -> None:
+    record = _recorded(tmp_path, """\
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        assert soft == hard != resource.RLIM_INFINITY, (soft, hard)
+        block = bytearray(600 * 2**20)
+        """, memory_mb=256)
+    assert (record["status"], record["error"]) == ("other", "MemoryError: ")
+
+
+@posix
+def test_the_recorder_times_out_and_kills_what_the_program_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    start = time.monotonic()
+    record = _recorded(tmp_path, f"""\
+        import os, time
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        open({str(pid_file)!r}, "w").write(str(pid))
+        time.sleep(60)
+        """, timeout=3)
+    assert record == {"status": "timeout", "detail": "no result within 3 s"}
+    assert time.monotonic() - start < 20
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)
+
+
+def test_the_recorded_result_cannot_be_forged(tmp_path: Path) -> None:
+    # The old channel was a graph.json named on the child's command line.
+    record = _recorded(tmp_path, """\
+        import json, os, sys
+        fake = json.dumps({"status": "error", "kind": "forged", "nodes": []})
+        for arg in sys.argv + open("/proc/self/cmdline").read().split("\\0"):
+            if arg.endswith(".json"):
+                open(arg, "w").write(fake)
+        for fd in range(3, 64):
+            try:
+                os.write(fd, fake.encode())
+            except OSError:
+                pass
+        os._exit(0)  # before the recorder sends its own result
+        """)
+    assert record == {"status": "crash", "detail": "child exited with 0"}
 
 
 def test_run_graph_writes_dot_and_a_picture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
