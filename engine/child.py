@@ -177,7 +177,7 @@ def _torch_counts() -> tuple[int, int]:
     nbytes, ptrs = 0, set()
     while stack:
         node = stack.pop()
-        if node is None or id(node) in seen:
+        if id(node) in seen:
             continue
         seen.add(id(node))
         for attr in dir(node):
@@ -190,7 +190,7 @@ def _torch_counts() -> tuple[int, int]:
                     if isinstance(t, torch.Tensor) and t.data_ptr() not in ptrs:
                         ptrs.add(t.data_ptr())
                         nbytes += t.numel() * t.element_size()
-        stack.extend(n for n, _ in node.next_functions)
+        stack.extend(n for n, _ in node.next_functions if n is not None)
     return len(seen), nbytes
 
 

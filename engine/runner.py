@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import functools
+import io
 import json
 import os
 import secrets
@@ -23,7 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
 SANDBOX = """\
 What the sandbox of `run` and `confirm` isolates: the program runs in a
@@ -122,16 +124,17 @@ def run_program(path: str, semantics: str = "torch", *, timeout: float = 30.0,
                  "--reach", ",".join(map(str, reach_lines)), program]
     with tempfile.TemporaryDirectory(prefix="tapelint-run-") as home:
         outcome = run_child("tapelint_engine.child", arguments, timeout=timeout, home=home, echo=echo)
-    common = {"duration_s": outcome.elapsed, "output": outcome.output, "network_isolated": outcome.network_isolated,
-              "reach_lines": tuple(reach_lines)}
+    base = replace(base, duration_s=outcome.elapsed, output=outcome.output,
+                   network_isolated=outcome.network_isolated, reach_lines=tuple(reach_lines))
     if outcome.error is not None:
-        return replace(base, detail=outcome.error, **common)
+        return replace(base, detail=outcome.error)
     if outcome.timed_out:
-        return replace(base, status="timeout", detail=f"no result within {timeout:g} s", **common)
+        return replace(base, status="timeout", detail=f"no result within {timeout:g} s")
     if outcome.result is None:
-        return replace(base, detail=outcome.why_no_result(), **common)
-    report = RunReport.from_dict({**outcome.result, "semantics": semantics, "backend": backend, "path": path})
-    return replace(report, **common)
+        return replace(base, detail=outcome.why_no_result())
+    observed = {field: getattr(base, field) for field in ("duration_s", "output", "network_isolated", "reach_lines")}
+    return RunReport.from_dict({**outcome.result, **observed, "semantics": semantics, "backend": backend,
+                                "path": path})
 
 
 Echo = Callable[[str, bytes], None]
@@ -257,7 +260,7 @@ class _Tail:
             return bytes(self.data[-self.limit:])
 
 
-def _pump(stream: IO[bytes], name: str, tail: _Tail, echo: Echo | None) -> None:
+def _pump(stream: io.BufferedReader, name: str, tail: _Tail, echo: Echo | None) -> None:
     with stream:
         while chunk := stream.read1(65536):
             tail.add(chunk)
@@ -265,11 +268,9 @@ def _pump(stream: IO[bytes], name: str, tail: _Tail, echo: Echo | None) -> None:
                 echo(name, chunk)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _child_env(home: str) -> dict[str, str]:

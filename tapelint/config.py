@@ -229,7 +229,8 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         file_memory_mb=reader.positive("file-memory-mb", get("file-memory-mb"), int),
         backward_functions=reader.dotted_names("backward-functions", get("backward-functions", [])),
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
-        src=tuple(os.path.join(os.path.dirname(os.path.abspath(path)), d) for d in reader.strings("src", get("src", []))),
+        src=tuple(os.path.join(os.path.dirname(os.path.abspath(path)), folder)
+                  for folder in reader.strings("src", get("src", []))),
     )
 
 

@@ -40,7 +40,9 @@ from tapelint.diagnostics import FileError
 
 # ruff's default `exclude`, plus `__pycache__`.
 SKIPPED_DIRECTORIES: frozenset[str] = frozenset(
-    [".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", "__pycache__", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv"]
+    [".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+     ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+     "__pycache__", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv"]
 )
 
 VIRTUALENV_MARKER = "pyvenv.cfg"
@@ -91,7 +93,7 @@ def discover(paths: Iterable[str], excluder: Excluder = Excluder()) -> Discovery
     named paths in the order given, directory contents sorted by name."""
     files: list[str] = []
     errors: list[FileError] = []
-    seen: set[str] = set()
+    seen: set[str | tuple[int, int]] = set()
     for path in paths:
         if excluder.excludes(path):
             continue
@@ -137,9 +139,9 @@ def _walk(root: str, excluder: Excluder, errors: list[FileError]) -> Iterator[st
             if excluder.skips_directory(path) or os.path.exists(os.path.join(path, VIRTUALENV_MARKER)):
                 continue
             yield from _walk(path, excluder, errors)
-        elif entry.name.endswith(SOURCE_SUFFIXES) and not excluder.excludes(path):
-            if not _links_to_directory(entry):
-                yield path  # reading reports whatever is wrong with it (a symlink loop, a FIFO)
+        elif (entry.name.endswith(SOURCE_SUFFIXES) and not excluder.excludes(path)
+              and not _links_to_directory(entry)):
+            yield path  # reading reports whatever is wrong with it (a symlink loop, a FIFO)
 
 
 def _links_to_directory(entry: os.DirEntry[str]) -> bool:

@@ -120,7 +120,8 @@ def runtime_dot(record: dict[str, Any], title: str) -> str:
     for root in record.get("roots", ()):
         dot = dot.edge("failing", root, style="dashed", color=NEEDED, label="walks")
     if record.get("consumed_line") is not None:
-        name = f"backward #{first}, line {record['consumed_line']}" if first else f"backward at line {record['consumed_line']}"
+        consumed = record["consumed_line"]
+        name = f"backward #{first}, line {consumed}" if first else f"backward at line {consumed}"
         dot = dot.node("first", label=f"{name}\n{released} the shaded nodes", shape="note")
         if any(n["key"] == needed for n in record.get("nodes", ())):
             dot = dot.edge("first", needed, style="dashed", label=released)
@@ -266,7 +267,8 @@ def render(dot: str, fmt: str) -> bytes | None:
         graphviz = None
     if graphviz is not None:
         try:
-            return graphviz.Source(dot).pipe(format=fmt)  # type: ignore[no-any-return]
+            picture: bytes = graphviz.Source(dot).pipe(format=fmt)
+            return picture
         except graphviz.ExecutableNotFound:
             return None
         except graphviz.CalledProcessError as exc:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from tapelint.analysis.driver import analyze_module
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
@@ -109,7 +109,7 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
     located = analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
     if not located:
         return ()
-    positions: dict[cst.CSTNode, object] = {}
+    positions: dict[cst.CSTNode, CodeRange] = {}
 
     def range_of(node: cst.CSTNode) -> Range:
         # Positions cost a full code generation pass, so they are computed

@@ -137,9 +137,9 @@ def scan(source: str) -> Scan:
                 if statement_start is not None and statement_start < row:
                     statements.append((statement_start, row))
                 statement_start = None
-            elif kind not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
-                if statement_start is None:
-                    statement_start = row
+            elif (kind not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+                  and statement_start is None):
+                statement_start = row
     except (tokenize.TokenError, SyntaxError):
         # The rest of a file that does not tokenize: comments found line by line.
         for row in range(scanned_to + 1, len(lines) + 1):
@@ -167,8 +167,8 @@ def _directives(comment: str, row: int, column: int) -> list[Directive]:
         found.append(Directive(row, start, end, "noqa", ours, foreign, column, problem or _unknown(ours)))
     for match in _IGNORE.finditer(comment):
         start, end = column + match.start(), column + match.end()
-        items = None if match["rules"] is None else tuple(i for i in re.split(r"[\s,]+", match["rules"]) if i)
-        found.append(Directive(row, start, end, "tapelint", items or None, (), column, _unknown(items or ())))
+        rules = None if match["rules"] is None else tuple(i for i in re.split(r"[\s,]+", match["rules"]) if i)
+        found.append(Directive(row, start, end, "tapelint", rules or None, (), column, _unknown(rules or ())))
     return found
 
 
@@ -261,14 +261,15 @@ def apply(result: FileResult, found: Scan, source: str, settings: Settings) -> F
     used: dict[Directive, set[str]] = {d: set() for d in found.directives}
     kept: list[Diagnostic] = []
     for diagnostic in result.diagnostics:
-        directive = _suppressor(diagnostic, found, by_line)
-        if directive is None:
+        suppressor = _suppressor(diagnostic, found, by_line)
+        if suppressor is None:
             kept.append(diagnostic)
         else:
-            used[directive].add(diagnostic.code)
+            used[suppressor].add(diagnostic.code)
     if settings.report_unused_suppressions and settings.enabled(UnusedSuppression.code):
         lines = source.splitlines()
-        kept += [d for directive, codes in used.items() if (d := _unused(directive, codes, lines, result.path, settings))]
+        unused = (_unused(directive, codes, lines, result.path, settings) for directive, codes in used.items())
+        kept += [diagnostic for diagnostic in unused if diagnostic is not None]
         kept.sort(key=lambda d: d.sort_key)
     return replace(result, diagnostics=tuple(kept))
 
@@ -289,7 +290,7 @@ def _unused(directive: Directive, used: set[str], lines: list[str], path: str, s
         if directive.kind == "noqa" or used:
             return None
         problems = ["suppresses nothing"]
-        keep: tuple[str, ...] = ()
+        keep: list[str] = []
     else:
         problems, keep = [], []
         for written in directive.rules:
@@ -323,7 +324,8 @@ def _removal(directive: Directive, keep: tuple[str, ...], lines: list[str]) -> F
     turning the rest of the comment into code."""
     kept = keep + directive.foreign
     if kept:
-        new_text = f"# noqa: {', '.join(kept)}" if directive.kind == "noqa" else f"# tapelint: ignore[{', '.join(kept)}]"
+        listed = ", ".join(kept)
+        new_text = f"# noqa: {listed}" if directive.kind == "noqa" else f"# tapelint: ignore[{listed}]"
         edit = Edit(Range.of(directive.line, directive.column, directive.line, directive.end_column), new_text)
         return Fix(FixKind.REMOVE, Safety.SAFE, f"keep only `{new_text}`", (edit,))
     line = lines[directive.line - 1]

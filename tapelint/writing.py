@@ -23,7 +23,7 @@ import stat
 import tempfile
 import tokenize
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 _HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
 
@@ -87,18 +87,22 @@ def _replace(target: str, new: bytes, now: os.stat_result) -> None:
 
 def _write_in_place(target: str, new: bytes, old: bytes) -> None:
     try:
-        handle = open(target, "r+b")
-    except OSError as exc:
+        with open(target, "r+b") as handle:
+            _replace_contents(handle, new, old)
+    except OSError as exc:  # opening or closing it: writing raises FixError
         raise FixError(f"cannot write: {exc.strerror or exc}") from None
-    with handle:
+
+
+def _replace_contents(handle: io.BufferedRandom, new: bytes, old: bytes) -> None:
+    """`new` over the file's contents; if that fails, `old` back, as far as the disk lets us."""
+    try:
+        _overwrite(handle, new)
+    except OSError as exc:
         try:
-            _overwrite(handle, new)
-        except OSError as exc:
-            try:
-                _overwrite(handle, old)
-            except OSError:
-                raise FixError(f"cannot write, and the file may be damaged: {exc.strerror or exc}") from None
-            raise FixError(f"cannot write: {exc.strerror or exc}") from None
+            _overwrite(handle, old)
+        except OSError:
+            raise FixError(f"cannot write, and the file may be damaged: {exc.strerror or exc}") from None
+        raise FixError(f"cannot write: {exc.strerror or exc}") from None
 
 
 def _overwrite(handle: io.BufferedRandom, data: bytes) -> None:
@@ -123,7 +127,5 @@ def _signals_held() -> Iterator[None]:
 
 
 def _remove(path: str) -> None:
-    try:
+    with suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass

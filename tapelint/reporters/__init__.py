@@ -21,7 +21,8 @@ class _Reporters(Mapping[str, Reporter]):
     def __getitem__(self, name: str) -> Reporter:
         if name not in FORMATS:
             raise KeyError(name)
-        return importlib.import_module(f"tapelint.reporters.{name}").report  # type: ignore[no-any-return]
+        report: Reporter = importlib.import_module(f"tapelint.reporters.{name}").report
+        return report
 
     def __iter__(self) -> Iterator[str]:
         return iter(FORMATS)

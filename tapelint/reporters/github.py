@@ -42,7 +42,8 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
     properties = {"file": diagnostic.path}
     message = diagnostic.message
     if start.cell is None:
-        properties.update(line=str(start.line), col=str(start.column + 1), endLine=str(end.line), endColumn=str(end.column + 1))
+        properties.update(line=str(start.line), col=str(start.column + 1),
+                          endLine=str(end.line), endColumn=str(end.column + 1))
     else:
         message = f"cell {start.cell}, line {start.line}: {message}"
     properties["title"] = f"{diagnostic.code} ({diagnostic.name})"

@@ -93,7 +93,7 @@ def project_url() -> str | None:
         label, _, url = entry.partition(",")
         if label.strip().lower() in ("homepage", "home", "documentation", "repository", "source"):
             return url.strip() or None
-    return meta.get("Home-page") or None
+    return next(iter(meta.get_all("Home-page") or ()), None) or None
 
 
 def _rule(rule: type[Rule]) -> dict[str, Any]:
@@ -166,7 +166,9 @@ def _is_replacement(fix: Fix) -> bool:
 def _fix(path: str, fix: Fix) -> dict[str, Any]:
     return {
         "description": {"text": f"{fix.description} ({fix.safety.value} fix)"},
-        "artifactChanges": [{"artifactLocation": _artifact(path), "replacements": [_replacement(e) for e in fix.edits]}],
+        "artifactChanges": [
+            {"artifactLocation": _artifact(path), "replacements": [_replacement(e) for e in fix.edits]},
+        ],
     }
 
 
@@ -190,7 +192,8 @@ def _invocation(errors: tuple[FileError, ...]) -> dict[str, Any]:
 
 def _physical(path: str, range_: Range) -> dict[str, Any]:
     if range_.start.cell is not None:
-        return {"artifactLocation": _artifact(path), "properties": {"cell": range_.start.cell, "region": _region(range_)}}
+        cell = {"cell": range_.start.cell, "region": _region(range_)}
+        return {"artifactLocation": _artifact(path), "properties": cell}
     return {"artifactLocation": _artifact(path), "region": _region(range_)}
 
 
