@@ -6,8 +6,12 @@ and on the worker handle directly."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ if sys.version_info < (3, 10):
 
 import pytest_lsp
 from lsprotocol import types
+from processes import alive
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_lsp import HAZARD, change_document, open_document, published
 from test_robust_runner import SLOW, WIDE
@@ -113,3 +118,49 @@ def test_the_memory_budget_holds_in_the_worker() -> None:
         assert [d.code for d in fine.result.diagnostics] == ["TL001"]
     finally:
         worker.close()
+
+
+def _frame(method: str, params: object, ident: int | None = None) -> bytes:
+    message: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if ident is not None:
+        message["id"] = ident
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as listing:
+            found.update(int(child) for child in listing.read().split())
+    return found
+
+
+@linux_only
+@pytest.mark.parametrize("ending", ["killed", "exit"])
+def test_the_lint_process_ends_with_the_server(tmp_path: Path, ending: str) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "tapelint", "lsp"], cwd=tmp_path,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert server.stdin is not None
+    try:
+        server.stdin.write(_frame("initialize", {"processId": None, "rootUri": None, "capabilities": {}}, 1)
+                           + _frame("initialized", {}))
+        server.stdin.flush()
+        deadline = time.monotonic() + 30
+        while not _children(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [worker] = _children(server.pid)  # started at `initialized`, before any document
+        if ending == "killed":
+            server.kill()
+        else:
+            server.stdin.write(_frame("shutdown", None, 2) + _frame("exit", None))
+            server.stdin.flush()
+        server.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(worker)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
