@@ -6,7 +6,6 @@ and on the worker handle directly."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -24,7 +23,7 @@ from lsprotocol import types
 from processes import alive
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_lsp import HAZARD, change_document, open_document, published
-from test_robust_runner import SLOW, WIDE
+from test_robust_runner import SLOW, WIDE, children
 
 from tapelint.lsp.worker import ABORT_MARKER, FAULTS_VARIABLE, LintWorker, Request
 from tapelint.settings import Settings
@@ -128,14 +127,6 @@ def _frame(method: str, params: object, ident: int | None = None) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def _children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as listing:
-            found.update(int(child) for child in listing.read().split())
-    return found
-
-
 @linux_only
 @pytest.mark.parametrize("ending", ["killed", "exit"])
 def test_the_lint_process_ends_with_the_server(tmp_path: Path, ending: str) -> None:
@@ -147,9 +138,9 @@ def test_the_lint_process_ends_with_the_server(tmp_path: Path, ending: str) -> N
                            + _frame("initialized", {}))
         server.stdin.flush()
         deadline = time.monotonic() + 30
-        while not _children(server.pid) and time.monotonic() < deadline:
+        while not children(server.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        [worker] = _children(server.pid)  # started at `initialized`, before any document
+        [worker] = children(server.pid)  # started at `initialized`, before any document
         if ending == "killed":
             server.kill()
         else:
