@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from test_lsp import HAZARD, change_document, open_document, published
 from test_robust_runner import SLOW, WIDE, children
 
+import tapelint.lsp.worker
 from tapelint.lsp.worker import ABORT_MARKER, FAULTS_VARIABLE, LintWorker, Request
 from tapelint.settings import Settings
 
@@ -155,3 +157,21 @@ def test_the_lint_process_ends_with_the_server(tmp_path: Path, ending: str) -> N
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+@linux_only
+def test_a_stuck_lint_process_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tapelint.lsp.worker, "_WALL_GRACE_SECONDS", 1.0)
+    worker = LintWorker()
+    try:
+        worker.start()
+        assert worker.process is not None
+        stuck = worker.process
+        os.kill(stuck.pid, signal.SIGSTOP)  # alive, never answering: no CPU budget can end it
+        [error] = worker.lint(Request(HAZARD, "/w/train.py", Settings(file_timeout=0.1), notebook=False)).result.errors
+        assert error.message == ("no answer from the lint process within 1.4 s (wall clock; the CPU budget is 0.1 s,"
+                                 " config `file-timeout`); not checked")
+        assert stuck.returncode == -signal.SIGKILL and worker.process is not stuck
+        assert [d.code for d in worker.lint(Request(HAZARD, "/w/train.py", Settings(), False)).result.diagnostics] == ["TL001"]
+    finally:
+        worker.close()

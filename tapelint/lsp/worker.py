@@ -96,24 +96,27 @@ class LintWorker:
         wall = request.settings.file_timeout * _WALL_FACTOR + _WALL_GRACE_SECONDS
         try:
             self.requests.send(request)
-            if self.replies.poll(wall):
-                reply: Outcome = self.replies.recv()
-                return reply
+            if not self.replies.poll(wall):
+                return self._restart(_stuck(request, wall))
+            reply: Outcome = self.replies.recv()
+            return reply
         except (EOFError, OSError):
-            pass  # the child died: its exit says why
-        return self._died(request)
+            return self._restart(self._death(request))  # the child died: its exit says why
 
-    def _died(self, request: Request) -> Outcome:
-        """The child ended (or is stuck) without a reply: end it, say why."""
+    def _death(self, request: Request) -> Outcome:
+        """What the child's end says about the document it was linting."""
         assert self.process is not None and self.stderr is not None
-        if self.process.poll() is None:
-            self.process.kill()
         self.process.wait()
         self.stderr.seek(0)
         native = self.stderr.read()[-_STDERR_TAIL:].decode(errors="replace")
-        outcome = _death(_Task(request.path, request.settings), self.process.returncode, native)
+        return _death(_Task(request.path, request.settings), self.process.returncode, native)
+
+    def _restart(self, outcome: Outcome) -> Outcome:
+        """End the child (dead or stuck), start a fresh one for the next edit."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
         self.close()
-        self.start()  # warm again by the next edit
+        self.start()
         return outcome
 
     def close(self) -> None:
@@ -132,6 +135,13 @@ class LintWorker:
         if self.stderr is not None:
             self.stderr.close()
             self.stderr = None
+
+
+def _stuck(request: Request, wall: float) -> Outcome:
+    path = request.path
+    message = (f"no answer from the lint process within {wall:g} s (wall clock; the CPU budget is"
+               f" {request.settings.file_timeout:g} s, config `file-timeout`); not checked")
+    return Outcome(FileResult(path, errors=(FileError(path, message),)))
 
 
 # ------------------------------------------------------------------- the child
