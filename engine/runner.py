@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 SANDBOX = """\
-What the sandbox of `run` and `confirm` isolates: the program runs in a
-child process in its own session (it and every process it starts are killed
+What the sandbox of `run` and `confirm` (and of their `--graph` recording)
+isolates: the program runs in a child process in its own session (it and every process it starts are killed
 when it ends or times out), under hard limits it cannot raise (address space
 --memory-mb, CPU time --timeout), with a minimal environment (PATH, HOME,
 LANG, thread settings, and PYTHONPATH if set; no other variable of yours,
