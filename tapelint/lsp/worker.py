@@ -25,10 +25,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import IO, Optional
 
+from tapelint import debug
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.notebooks import lint_notebook
 from tapelint.runner import Outcome, _budget, _crash, _death, _init_worker, _over_memory, _Task, _with_deep_stack
@@ -107,8 +109,8 @@ class LintWorker:
         """What the child's end says about the document it was linting."""
         assert self.process is not None and self.stderr is not None
         self.process.wait()
-        self.stderr.seek(0)
-        native = self.stderr.read()[-_STDERR_TAIL:].decode(errors="replace")
+        self.stderr.seek(max(0, os.fstat(self.stderr.fileno()).st_size - _STDERR_TAIL))
+        native = self.stderr.read().decode(errors="replace")
         return _death(_Task(request.path, request.settings), self.process.returncode, native)
 
     def _restart(self, outcome: Outcome) -> Outcome:
@@ -157,13 +159,13 @@ def _lint_text(path: str, settings: Settings, request: Request) -> Outcome:
     if os.environ.get(FAULTS_VARIABLE) and ABORT_MARKER in request.text:
         os.abort()
     try:
-        lint = lint_notebook if request.notebook else lint_module
-        return Outcome(lint(request.text, path, settings))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the document's invalid escapes etc.: not ours to print
+            lint = lint_notebook if request.notebook else lint_module
+            return Outcome(lint(request.text, path, settings))
     except MemoryError:
         return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))
     except Exception as exc:  # a bug in tapelint: report it on this document
-        from tapelint import debug
-
         return _crash(path, debug.internal_error(exc))
 
 
@@ -172,7 +174,9 @@ def serve(parent: int, stderr_path: str) -> None:
     requests = Connection(os.dup(0), writable=False)
     replies = Connection(os.dup(1), readable=False)
     _init_worker(parent, stderr_path)
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
     os.dup2(2, 1)  # a stray print lands on stderr, not in a reply
     while True:
         try:
