@@ -38,7 +38,7 @@ class device:  # noqa: N801 - PyTorch's name
     """Only the CPU exists here."""
 
     def __init__(self, spec: Any = "cpu", index: int | None = None) -> None:
-        self.type = str(spec.type if isinstance(spec, device) else spec).split(":")[0]
+        self.type: str = str(spec.type if isinstance(spec, device) else spec).split(":")[0]
         if self.type != "cpu":
             raise NotSupportedByEngine(f"torch.device({spec!r})")
         self.index = index
@@ -179,8 +179,9 @@ def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 def squeeze(self: Tensor, dim: Any = None) -> Tensor:
     shape = self.arr.shape
-    dims = range(len(shape)) if dim is None else ops.norm_dims(dim, len(shape))
-    return ops.reshape(self, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))
+    dims: Sequence[int] = range(len(shape)) if dim is None else ops.norm_dims(dim, len(shape)) or ()
+    node = "SqueezeBackward0" if dim is None else "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"
+    return ops.reshape(self, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)), node)
 
 
 def expand(self: Tensor, *shape: Any) -> Tensor:
@@ -196,7 +197,7 @@ def permute(self: Tensor, *dims: Any) -> Tensor:
 
 
 def t(self: Tensor) -> Tensor:
-    return self if self.arr.ndim < 2 else ops.transpose(self, 0, 1)
+    return self if self.arr.ndim < 2 else ops.transpose(self, 0, 1, "TBackward0")
 
 
 def flip(self: Tensor, *dims: Any) -> Tensor:
@@ -260,11 +261,11 @@ def setitem(self: Tensor, key: Any, value: Any) -> None:
 
 def index_select(self: Tensor, dim: int, index: Tensor) -> Tensor:
     d = dim % self.arr.ndim
-    return ops.index(self, (slice(None),) * d + (np.asarray(_key(index)),))
+    return ops.index(self, (slice(None),) * d + (np.asarray(_key(index)),), "IndexSelectBackward0")
 
 
 def masked_fill(self: Tensor, mask: Any, value: Any) -> Tensor:
-    return ops.where(mask, value.item() if isinstance(value, Tensor) else value, self)
+    return ops.where(mask, value.item() if isinstance(value, Tensor) else value, self, "MaskedFillBackward0")
 
 
 def _iter(self: Tensor) -> Any:
@@ -283,11 +284,8 @@ def _extreme(largest: bool) -> Callable[..., Any]:
         if dim is None:
             return ops.extreme(self, largest)
         idx = ops.arg_extreme(self, dim, True, largest)
-        values = ops.gather(self, dim, idx)
-        if not keepdim:
-            values = squeeze(values, dim)
-            idx = squeeze(idx, dim)
-        return MinMax(values, idx)
+        values = ops.along(self, dim, idx.arr, keepdim, "MaxBackward0" if largest else "MinBackward0")
+        return MinMax(values, idx if keepdim else squeeze(idx, dim))
     return fn
 
 
@@ -303,15 +301,19 @@ def _arg(largest: bool) -> Callable[..., Tensor]:
     return lambda self, dim=None, keepdim=False: ops.arg_extreme(self, dim, keepdim, largest)
 
 
-def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> MinMax:
+def _ranked(self: Tensor, k: int, dim: int, largest: bool, node: str) -> MinMax:
     d = dim % self.arr.ndim
     order = np.argsort(-self.arr if largest else self.arr, axis=d, kind="stable")
     idx = np.take(order, np.arange(k), axis=d)
-    return MinMax(ops.gather(self, d, idx), Tensor(idx.astype(np.int64)))
+    return MinMax(ops.along(self, d, idx, True, node), Tensor(idx.astype(np.int64)))
+
+
+def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> MinMax:
+    return _ranked(self, k, dim, largest, "TopkBackward0")
 
 
 def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> MinMax:
-    return topk(self, self.arr.shape[dim], dim, largest=descending)
+    return _ranked(self, self.arr.shape[dim], dim, descending, "SortBackward0")
 
 
 def argsort(self: Tensor, dim: int = -1, descending: bool = False) -> Tensor:
@@ -507,7 +509,8 @@ METHODS: dict[str, Any] = {
     # conversions
     "item": item, "tolist": tolist, "numpy": numpy, "detach": detach, "detach_": detach_,
     "requires_grad_": requires_grad_, "to": to, "type_as": type_as, "cuda": cuda,
-    "cpu": lambda self, *a, **k: self, "contiguous": lambda self, *a, **k: self,
+    "cpu": lambda self, *a, **k: self,
+    "contiguous": lambda self, *a, **k: self if self.arr.flags.c_contiguous else ops.clone(self),
     "float": _caster(dtypes.float32), "double": _caster(dtypes.float64),
     "half": _caster(dtypes.float16), "long": _caster(dtypes.int64), "int": _caster(dtypes.int32),
     "bool": _caster(dtypes.bool_), "clone": lambda self, **k: ops.clone(self),
@@ -534,8 +537,8 @@ METHODS: dict[str, Any] = {
     "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "reciprocal": ops.reciprocal, "sin": ops.sin,
     "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid, "relu": ops.relu,
     "clamp": ops.clamp, "clip": ops.clamp,
-    "clamp_min": lambda self, m: ops.clamp(self, min=m),
-    "clamp_max": lambda self, m: ops.clamp(self, max=m),
+    "clamp_min": lambda self, m: ops.clamp(self, min=m, node="ClampMinBackward0"),
+    "clamp_max": lambda self, m: ops.clamp(self, max=m, node="ClampMaxBackward0"),
     "maximum": ops.maximum, "minimum": ops.minimum,
     "matmul": matmul, "mm": matmul, "bmm": matmul, "dot": matmul,
     # reductions
@@ -545,7 +548,8 @@ METHODS: dict[str, Any] = {
     "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum,
     "topk": topk, "sort": sort, "argsort": argsort, "cumprod": tensor_ops.cumprod,
     "scatter_add": tensor_ops.scatter_add, "index_add": tensor_ops.index_add,
-    "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu, "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
+    "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu,
+    "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
     "scatter_add_": lambda self, dim, index, src: apply_inplace(
         tensor_ops.SCATTER_ADD, self, ops.cast(src, self.arr.dtype), dim=dim % self.arr.ndim,
         idx=index.arr.astype(np.int64)),

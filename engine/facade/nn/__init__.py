@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import NotSupportedByEngine
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, packing, utils  # noqa: F401
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
 from .layers import (  # noqa: F401
     AdaptiveAvgPool1d,
@@ -31,6 +31,8 @@ from .modules import (  # noqa: F401
     Embedding,
     EmbeddingBag,
     Flatten,
+    Hardtanh,
+    HuberLoss,
     Identity,
     L1Loss,
     LayerNorm,

@@ -180,7 +180,7 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
-        own = dict(self.named_parameters())
+        own: dict[str, Tensor] = dict(self.named_parameters())
         own.update(self.named_buffers())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -455,6 +455,7 @@ def _activation(name: str, fn: Callable[..., Tensor], *params: str) -> type:
 
 ReLU = _activation("ReLU", F.relu, "inplace")
 ReLU6 = _activation("ReLU6", F.relu6)
+Hardtanh = _activation("Hardtanh", F.hardtanh, "min_val", "max_val")
 Tanh = _activation("Tanh", lambda x: ops.tanh(x))
 Sigmoid = _activation("Sigmoid", lambda x: ops.sigmoid(x))
 GELU = _activation("GELU", F.gelu, "approximate")
@@ -483,6 +484,7 @@ def _loss(name: str, fn: Callable[..., Tensor], *params: str) -> type:
 MSELoss = _loss("MSELoss", F.mse_loss, "size_average", "reduce", "reduction")
 L1Loss = _loss("L1Loss", F.l1_loss, "size_average", "reduce", "reduction")
 SmoothL1Loss = _loss("SmoothL1Loss", F.smooth_l1_loss, "size_average", "reduce", "reduction", "beta")
+HuberLoss = _loss("HuberLoss", F.huber_loss, "reduction", "delta")
 CrossEntropyLoss = _loss("CrossEntropyLoss", F.cross_entropy, "weight", "size_average",
                          "ignore_index", "reduce", "reduction", "label_smoothing")
 NLLLoss = _loss("NLLLoss", F.nll_loss, "weight", "size_average", "ignore_index", "reduce",
