@@ -256,7 +256,7 @@ def _gather_pool(g: Tensor, idx: np.ndarray) -> Tensor:
 MAX_POOL = Op("MaxPool2DWithIndices", lambda x, k, geo, spatial: _max_pool_fwd(x, k, geo, spatial),
               lambda c, g: (apply(MAX_POOL_BACKWARD, g, idx=c.saved["indices"].arr, shape=c.shapes[0]),),
               (0, "indices"))
-MAX_POOL_BACKWARD = Op("MaxPool2DWithIndicesBackward",
+MAX_POOL_BACKWARD: Op = Op("MaxPool2DWithIndicesBackward",
                        lambda g, idx, shape: _scatter_pool(g, idx, shape),
                        lambda c, g: (_gather_pool(g, c.attrs["idx"]),))
 
@@ -399,7 +399,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         if running_mean is not None and running_var is not None:
             m = momentum
             running_mean.arr[...] = (1 - m) * running_mean.arr + m * mean
-            running_var.arr[...] = (1 - m) * running_var.arr + m * var * n / (n - 1)  # no version bump, as in PyTorch's kernel
+            # no version bump, as in PyTorch's kernel
+            running_var.arr[...] = (1 - m) * running_var.arr + m * var * n / (n - 1)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
 
@@ -43,12 +44,12 @@ class TorchGenerator:
         r = self._raw(2 * n)
         return ((r[0::2] << np.uint64(32) | r[1::2]) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
 
-    def uniform(self, low: float, high: float, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    def uniform(self, low: float, high: float, shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
         n = int(np.prod(shape))
         u = self._u53(n) if np.dtype(dtype) == np.float64 else self._u24(n)
         return (u * (high - low) + low).astype(dtype).reshape(shape)
 
-    def normal(self, mean: float, std: float, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    def normal(self, mean: float, std: float, shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
         n = int(np.prod(shape))
         if n >= 16 and np.dtype(dtype) == np.float32:
             return self._normal_filled(n, mean, std).reshape(shape)

@@ -87,6 +87,10 @@ class Distribution:
         raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.rsample")
 
     @property
+    def variance(self) -> Tensor:
+        raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.variance")
+
+    @property
     def stddev(self) -> Tensor:
         return ops.sqrt(self.variance)
 

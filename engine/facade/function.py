@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import NotSupportedByEngine
 from ..tape import STATE, Ctx, Op, Tensor, record
 
@@ -25,7 +27,7 @@ class FunctionCtx:
         self.needs_input_grad = needs
         self.to_save: tuple = ()
         self.materialize_grads = True
-        self._saved: list[Tensor] | None = None
+        self._saved: list[Tensor | None] | None = None
         self._freed: Callable[[], Exception] | None = None
 
     def save_for_backward(self, *tensors: Any) -> None:
@@ -51,7 +53,8 @@ class FunctionCtx:
 
 def _slots(ctx: FunctionCtx, inputs: list[Tensor], out: Tensor) -> tuple[tuple, dict]:
     """Each saved tensor as an input position, the output, or an extra array."""
-    slots, extras = [], {}
+    slots: list[int | str | None] = []
+    extras: dict[str, np.ndarray] = {}
     for i, t in enumerate(ctx.to_save):
         if t is None:
             slots.append(None)
@@ -103,7 +106,7 @@ def _unused_forward(*arrays: Any) -> Any:
     raise AssertionError("a custom Function's node is recorded after its forward ran")
 
 
-def _backward_of(cls: type, ctx: FunctionCtx, slots: tuple, positions: list[int],
+def _backward_of(cls: type[Any], ctx: FunctionCtx, slots: tuple, positions: list[int],
                  nargs: int) -> Callable[[Ctx, Tensor], tuple]:
     def backward(c: Ctx, g: Tensor) -> tuple:
         ctx._freed = c.freed

@@ -151,6 +151,9 @@ class _BatchNorm(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = initialised(np.ones(num_features)) if affine else None
         self.bias = initialised(np.zeros(num_features)) if affine else None
+        self.running_mean: Tensor | None
+        self.running_var: Tensor | None
+        self.num_batches_tracked: Tensor | None
         if track_running_stats:
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32), counter=[1, None]))
             self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32), counter=[1, None]))
@@ -163,7 +166,7 @@ class _BatchNorm(Module):
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self.dims)} input "
                              f"(got {x.arr.ndim}D input)")
         use_batch = self.training or not self.track_running_stats
-        if self.training and self.track_running_stats:
+        if self.training and self.num_batches_tracked is not None:  # tracking running statistics
             self.num_batches_tracked.arr[...] += 1
             self.num_batches_tracked._counter[0] += 1
         return F.batch_norm(x, self.running_mean if not use_batch or self.training else None,
