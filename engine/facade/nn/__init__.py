@@ -31,9 +31,12 @@ from .modules import (  # noqa: F401
     Embedding,
     EmbeddingBag,
     Flatten,
+    GroupNorm,
     Hardtanh,
     HuberLoss,
     Identity,
+    InstanceNorm1d,
+    InstanceNorm2d,
     L1Loss,
     LayerNorm,
     LeakyReLU,
@@ -55,6 +58,7 @@ from .modules import (  # noqa: F401
     Softmax,
     Softplus,
     Tanh,
+    Upsample,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 

@@ -14,12 +14,24 @@ from typing import Any, overload
 
 import numpy as np
 
-from ... import fused, nn_ops, ops, rng
+from ... import fused, nn_ops, ops, resample, rng
 from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 
 tanh, sigmoid = ops.tanh, ops.sigmoid
-softmax, log_softmax, linear, pad = ops.softmax, ops.log_softmax, ops.linear, ops.pad
+softmax, log_softmax, linear = ops.softmax, ops.log_softmax, ops.linear
+interpolate = resample.interpolate
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
+    if mode == "constant":
+        return ops.pad(input, pad, 0.0 if value is None else value)
+    return resample.pad(input, pad, mode)
+
+
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",  # noqa: A002
+             align_corners: bool | None = None) -> Tensor:
+    return resample.interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
@@ -183,6 +195,36 @@ def layer_norm(x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None
     if bias is not None:
         out = out + bias
     return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over each group of channels (and all spatial positions), then scale per
+    channel; composed from the tape's ops (PyTorch records one NativeGroupNorm node)."""
+    shape = input.arr.shape
+    n, c = shape[0], shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    centered = grouped - ops.mean(grouped, 2, keepdim=True)
+    out = (centered * ops.rsqrt(ops.mean(centered * centered, 2, keepdim=True) + eps)).reshape(*shape)
+    per_channel = (1, c) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        out = out * weight.reshape(*per_channel)
+    if bias is not None:
+        out = out + bias.reshape(*per_channel)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    only_defaults("torch.nn.functional.instance_norm", running_mean=running_mean, running_var=running_var)
+    if not use_input_stats:
+        raise NotSupportedByEngine("torch.nn.functional.instance_norm(use_input_stats=False)")
+    return group_norm(input, input.arr.shape[1], weight, bias, eps)
 
 
 # ------------------------------------------------------- convolution, pooling
