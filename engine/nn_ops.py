@@ -291,17 +291,33 @@ AVG_POOL_BACKWARD = Op("AvgPool2DBackward",
 
 def _pool_geometry(spatial: int, kernel: Any, stride: Any, padding: Any, dilation: Any,
                    ceil_mode: bool) -> tuple[tuple, Geometry]:
-    if ceil_mode:
-        raise NotSupportedByEngine("pooling with ceil_mode=True")
     k = pair(kernel, spatial)
     geo = _geometry(spatial, k, stride if stride not in (None, []) else k, padding, dilation, 1)
     return ((1, k[0]) if spatial == 1 else k), geo
+
+
+def _ceil_extra(size: tuple, k: tuple, geo: Geometry) -> tuple[int, ...]:
+    """How far past the input (and its padding) ceil_mode's last windows reach, per dim:
+    PyTorch rounds the output size up, but drops a window that would start in the
+    right padding."""
+    extra = []
+    for n, kk, s, p, d in zip(size, k, geo.stride, geo.padding, geo.dilation):
+        span = n + 2 * p - d * (kk - 1) - 1
+        out = -(-span // s) + 1
+        if (out - 1) * s >= n + p:
+            out -= 1
+        extra.append(max((out - 1) * s - span, 0))
+    return tuple(extra)
 
 
 def max_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
              return_indices: bool, spatial: int) -> Any:
     x, squeeze = _batched(x, spatial)
     k, geo = _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
+    if ceil_mode:  # the extra windows see -inf beyond the input: they take what they reach of it
+        extra = _ceil_extra(_as2d(x.arr, spatial).shape[2:], k, geo)
+        if any(extra):
+            x = ops.pad(x, [w for e in reversed(extra[2 - spatial:]) for w in (0, e)], -np.inf)
     out = _unbatched(apply(MAX_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
     if return_indices:
         raise NotSupportedByEngine("max_pool with return_indices=True")
@@ -312,6 +328,8 @@ def avg_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,
              count_include_pad: bool, divisor_override: Any, spatial: int) -> Tensor:
     x, squeeze = _batched(x, spatial)
     k, geo = _pool_geometry(spatial, kernel, stride, padding, 1, ceil_mode)
+    if ceil_mode and any(_ceil_extra(_as2d(x.arr, spatial).shape[2:], k, geo)):
+        raise NotSupportedByEngine("avg_pool with ceil_mode=True where it adds a partial window")
     if divisor_override is not None or (not count_include_pad and any(geo.padding)):
         raise NotSupportedByEngine("avg_pool with divisor_override or count_include_pad=False")
     return _unbatched(apply(AVG_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)

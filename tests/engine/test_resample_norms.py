@@ -1,4 +1,5 @@
-"""Padding modes, interpolation, group and instance norm, convolution padding modes:
+"""Padding modes, interpolation, group and instance norm, convolution padding modes,
+pooling with ceil_mode:
 values, first and second-order gradients, and the second-backward outcome agree with
 PyTorch (interpolation saves nothing, pads save their input)."""
 
@@ -9,6 +10,7 @@ import pytest
 from agreement import assert_agrees
 
 from tapelint_engine import facade as E
+from tapelint_engine.errors import NotSupportedByEngine
 
 torch = pytest.importorskip("torch")
 
@@ -28,6 +30,10 @@ CASES = {
     "upsample_module": (lambda L, x: L.nn.Upsample(scale_factor=2, mode="bilinear")(x), [(1, 1, 2, 3)]),
     "group_norm": (lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b), [(2, 4, 3, 2), (4,), (4,)]),
     "group_norm_1d": (lambda L, x: L.nn.functional.group_norm(x, 3, eps=1e-3), [(2, 6, 5)]),
+    "max_pool2d_ceil": (lambda L, x: L.nn.functional.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+                        [(1, 2, 5, 7)]),
+    "max_pool1d_ceil": (lambda L, x: L.nn.MaxPool1d(2, ceil_mode=True)(x), [(1, 2, 7)]),
+    "avg_pool2d_ceil_exact": (lambda L, x: L.nn.functional.avg_pool2d(x, 2, ceil_mode=True), [(1, 1, 4, 6)]),
     "instance_norm": (lambda L, x, w, b: L.nn.functional.instance_norm(x, weight=w, bias=b), [(2, 3, 4, 4), (3,), (3,)]),
 }
 
@@ -81,6 +87,11 @@ def test_convolution_padding_modes_agree(fresh, mode: str) -> None:
     out_t.sum().backward()
     out_e.sum().backward()
     np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_avg_pool_partial_ceil_window_is_unsupported(fresh) -> None:
+    with pytest.raises(NotSupportedByEngine, match="ceil_mode"):
+        E.nn.functional.avg_pool2d(E.ones(1, 1, 5, 5), 2, ceil_mode=True)
 
 
 def test_norm_modules_agree(fresh) -> None:
