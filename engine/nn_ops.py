@@ -429,3 +429,44 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         raise NotSupportedByEngine("batch_norm with a bias but no weight")
     return apply(BATCH_NORM, *inputs, mean=mean.astype(np.float64), invstd=invstd.astype(np.float64),
                  training=training, affine=weight is not None)
+
+
+# ------------------------------------------------------------ unfold / fold
+
+
+def _im2col(x: np.ndarray, k: tuple[int, int], geo: Geometry) -> np.ndarray:
+    cols = _windows(x, k, geo)  # (N, C, OH, OW, kh, kw)
+    n, c, oh, ow = cols.shape[:4]
+    return np.ascontiguousarray(cols.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * k[0] * k[1], oh * ow)
+
+
+def _col2im(cols: np.ndarray, size: tuple[int, int], k: tuple[int, int], geo: Geometry) -> np.ndarray:
+    n, ckk, _ = cols.shape
+    c = ckk // (k[0] * k[1])
+    (ph, pw), (dh, dw), (sh, sw) = geo.padding, geo.dilation, geo.stride
+    oh = (size[0] + 2 * ph - dh * (k[0] - 1) - 1) // sh + 1
+    ow = (size[1] + 2 * pw - dw * (k[1] - 1) - 1) // sw + 1
+    blocks = cols.reshape(n, c, k[0], k[1], oh, ow).transpose(0, 1, 4, 5, 2, 3)
+    return _unwindow(np.ascontiguousarray(blocks), (n, c, *size), geo).astype(cols.dtype)
+
+
+# F.unfold is a linear map whose adjoint is F.fold: each one's backward is the other.
+IM2COL: Op = Op("Im2Col", lambda x, k, geo: _im2col(x, k, geo),
+                lambda c, g: (apply(COL2IM, g, size=c.shapes[0][2:], k=c.attrs["k"], geo=c.attrs["geo"]),))
+COL2IM: Op = Op("Col2Im", lambda cols, size, k, geo: _col2im(cols, size, k, geo),
+                lambda c, g: (apply(IM2COL, g, k=c.attrs["k"], geo=c.attrs["geo"]),))
+
+
+def unfold(x: Tensor, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Tensor:
+    if x.arr.ndim != 4:
+        raise NotSupportedByEngine(f"torch.nn.functional.unfold of a {x.arr.ndim}-D input")
+    k = pair(kernel_size, 2)
+    return apply(IM2COL, x, k=k, geo=_geometry(2, k, stride, padding, dilation, 1))
+
+
+def fold(cols: Tensor, output_size: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Tensor:
+    if cols.arr.ndim != 3:
+        raise NotSupportedByEngine(f"torch.nn.functional.fold of a {cols.arr.ndim}-D input")
+    k = pair(kernel_size, 2)
+    size = pair(output_size, 2)
+    return apply(COL2IM, cols, size=size, k=k, geo=_geometry(2, k, stride, padding, dilation, 1))

@@ -1,5 +1,5 @@
 """Padding modes, interpolation, group and instance norm, convolution padding modes,
-pooling with ceil_mode:
+pooling with ceil_mode, F.unfold/F.fold:
 values, first and second-order gradients, and the second-backward outcome agree with
 PyTorch (interpolation saves nothing, pads save their input)."""
 
@@ -34,6 +34,9 @@ CASES = {
                         [(1, 2, 5, 7)]),
     "max_pool1d_ceil": (lambda L, x: L.nn.MaxPool1d(2, ceil_mode=True)(x), [(1, 2, 7)]),
     "avg_pool2d_ceil_exact": (lambda L, x: L.nn.functional.avg_pool2d(x, 2, ceil_mode=True), [(1, 1, 4, 6)]),
+    "unfold": (lambda L, x: L.nn.functional.unfold(x, (2, 3), padding=1, stride=(2, 1)), [(2, 3, 5, 4)]),
+    "unfold_dilated": (lambda L, x: L.nn.functional.unfold(x, 2, dilation=2), [(1, 2, 5, 5)]),
+    "fold": (lambda L, x: L.nn.functional.fold(x, (4, 5), 2, padding=1, stride=2), [(2, 12, 9)]),
     "instance_norm": (lambda L, x, w, b: L.nn.functional.instance_norm(x, weight=w, bias=b), [(2, 3, 4, 4), (3,), (3,)]),
 }
 
@@ -68,7 +71,7 @@ def _second_order(L, fn, arrays):
     return x.grad.numpy().copy()
 
 
-@pytest.mark.parametrize("name", ["reflect_2d", "bilinear", "nearest_scale"])
+@pytest.mark.parametrize("name", ["reflect_2d", "bilinear", "nearest_scale", "unfold", "fold"])
 def test_second_order_agrees(fresh, name: str) -> None:
     fn, shapes = CASES[name]
     arrays = [np.random.default_rng(1).standard_normal(shapes[0]).astype(np.float32)]

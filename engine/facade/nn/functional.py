@@ -230,6 +230,15 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
 # ------------------------------------------------------- convolution, pooling
 
 
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:  # noqa: A002
+    return nn_ops.unfold(input, kernel_size, dilation, padding, stride)
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,  # noqa: A002
+         stride: Any = 1) -> Tensor:
+    return nn_ops.fold(input, output_size, kernel_size, dilation, padding, stride)
+
+
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     return nn_ops.conv(input, weight, bias, stride, padding, dilation, groups, 1)
