@@ -6,7 +6,13 @@ from typing import Any
 
 from ...errors import NotSupportedByEngine
 from . import functional, init, packing, utils  # noqa: F401
-from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from .attention import (  # noqa: F401
+    MultiheadAttention,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .layers import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
