@@ -304,7 +304,7 @@ SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd
               "utils": "utils", "utils.data": "data", "distributions": "distributions",
               **{f"distributions.{m}": "distributions" for m in
                  ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
-                  "one_hot_categorical")}}
+                  "one_hot_categorical", "uniform", "independent")}}
 
 
 class _Unsupported(MetaPathFinder):
