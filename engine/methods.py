@@ -405,6 +405,26 @@ def _random_(draw: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
     return method
 
 
+def _bernoulli_draw(gen: rng.TorchGenerator, like: Tensor, p: Any) -> np.ndarray:
+    """PyTorch's two CPU kernels: a scalar p, or a tensor of probabilities."""
+    if isinstance(p, Tensor):
+        return gen.bernoulli(np.broadcast_to(p.arr, like.arr.shape)).astype(like.arr.dtype)
+    return gen.bernoulli_scalar(float(p), like.arr.shape).astype(like.arr.dtype)
+
+
+def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """`torch.bernoulli(probs)`, or with a scalar `p` a tensor shaped like the input."""
+    if generator is not None:
+        raise NotSupportedByEngine("torch.bernoulli(generator=...)")
+    return Tensor(_bernoulli_draw(rng.generator(), self, self if p is None else p))
+
+
+def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    if generator is not None:
+        raise NotSupportedByEngine("torch.Tensor.bernoulli_(generator=...)")
+    return _fill(self, _bernoulli_draw(rng.generator(), self, p))
+
+
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     return apply_inplace(ops.CLAMP, self, lo=min, hi=max)
 
@@ -566,6 +586,7 @@ METHODS: dict[str, Any] = {
     "add_": _inplace(ops.ADD), "sub_": _inplace(ops.SUB), "mul_": _inplace(ops.MUL),
     "div_": _inplace(ops.DIV), "relu_": _inplace(ops.RELU), "zero_": zero_, "fill_": _fill,
     "copy_": copy_, "clamp_": clamp_, "masked_fill_": masked_fill_,
+    "bernoulli": bernoulli, "bernoulli_": bernoulli_,
     "normal_": _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(mean, std, shape, dt)),
     "uniform_": _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(a, b, shape, dt)),
     "new_zeros": _new(lambda self, *s: np.zeros(_shape_args(s))),

@@ -9,9 +9,15 @@ PyTorch's CPU kernels do (measured against torch 2.13):
 * integers in [low, high) are a 32-bit draw modulo the range; randperm is a
   forward Fisher-Yates shuffle with 32-bit draws.
 
-Samplers PyTorch runs through other libraries (bernoulli and dropout masks via
-MKL, multinomial, beta) draw from a numpy Generator seeded alongside: their
-values are reproducible here, not PyTorch's.
+* Bernoulli draws compare one uniform per element with p: a scalar p (dropout
+  masks, `bernoulli_(p)`) takes 53-bit doubles, a tensor of probabilities
+  (`torch.bernoulli`, `distributions.Bernoulli`) uniforms of its own dtype. That
+  is PyTorch's default CPU kernel; built with MKL and run on an Intel CPU it
+  draws scalar-p masks through MKL instead, which is not reproduced.
+
+Samplers PyTorch runs through other code paths (multinomial, beta) draw from a
+numpy Generator seeded alongside: their values are reproducible here, not
+PyTorch's.
 """
 
 from __future__ import annotations
@@ -74,6 +80,16 @@ class TorchGenerator:
         if n % 16:
             out[n - 16:] = _box_muller16(self._u24(16).astype(np.float32).reshape(1, 16), mean, std).ravel()
         return out
+
+    def bernoulli_scalar(self, p: float, shape: tuple) -> np.ndarray:
+        """True with probability p, one 53-bit uniform per element."""
+        return (self._u53(int(np.prod(shape))) < p).reshape(shape)
+
+    def bernoulli(self, probs: np.ndarray) -> np.ndarray:
+        """True where a uniform of the probabilities' own dtype falls below them."""
+        n = probs.size
+        u = self._u53(n) if probs.dtype == np.float64 else self._u24(n)
+        return (u.reshape(probs.shape) < probs)
 
     def integers(self, low: int, high: int, shape: tuple) -> np.ndarray:
         span = high - low

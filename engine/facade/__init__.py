@@ -115,6 +115,7 @@ ones = _creator(lambda s, dt: np.ones(s, dt))
 empty = zeros
 randn = _creator(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
 rand = _creator(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
+bernoulli = methods.bernoulli
 
 
 def full(size: Sequence[builtins.int], fill_value: Any, dtype: Any = None, device: Any = None,

@@ -249,7 +249,7 @@ class Bernoulli(Distribution):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
         p = np.broadcast_to(self.probs.arr, shape)
-        return Tensor((rng.other().random(shape) < p).astype(self.probs.arr.dtype))
+        return Tensor(rng.generator().bernoulli(p).astype(self.probs.arr.dtype))
 
     def log_prob(self, value: Any) -> Tensor:
         logits, value = _broadcast_all(self.logits, value)
