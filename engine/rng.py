@@ -15,8 +15,10 @@ PyTorch's CPU kernels do (measured against torch 2.13):
   is PyTorch's default CPU kernel; built with MKL and run on an Intel CPU it
   draws scalar-p masks through MKL instead, which is not reproduced.
 
-Samplers PyTorch runs through other code paths (multinomial, beta) draw from a
-numpy Generator seeded alongside: their values are reproducible here, not
+* multinomial (and so `Categorical.sample`): see `TorchGenerator.multinomial`.
+
+Samplers PyTorch runs through other code paths (beta, through gamma) draw from
+a numpy Generator seeded alongside: their values are reproducible here, not
 PyTorch's.
 """
 
@@ -90,6 +92,21 @@ class TorchGenerator:
         n = probs.size
         u = self._u53(n) if probs.dtype == np.float64 else self._u24(n)
         return (u.reshape(probs.shape) < probs)
+
+    def multinomial(self, probs: np.ndarray, n: int, replacement: bool = True) -> np.ndarray:
+        """`n` draws from each row of `probs`. One draw, or draws without replacement:
+        PyTorch's exponential trick (the largest p / q, q = -log1p(-u) per entry, 53-bit u).
+        Several with replacement: a 53-bit uniform per draw, row by row, searched in the
+        row's normalised cumulative sum (in float64)."""
+        if n == 1 or not replacement:
+            q = (-np.log1p(-self._u53(probs.size))).astype(probs.dtype).reshape(probs.shape)
+            keys = probs / q
+            return np.argsort(-keys, axis=-1, kind="stable")[:, :n].astype(np.int64)
+        cdf = np.cumsum(probs.astype(np.float64), -1)
+        cdf /= cdf[:, -1:]
+        u = self._u53(probs.shape[0] * n).reshape(probs.shape[0], n)
+        rows = [np.searchsorted(c, row, side="right") for c, row in zip(cdf, u)]
+        return np.minimum(np.asarray(rows, np.int64).reshape(probs.shape[0], n), probs.shape[1] - 1)
 
     def integers(self, low: int, high: int, shape: tuple) -> np.ndarray:
         span = high - low

@@ -118,6 +118,16 @@ rand = _creator(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
 bernoulli = methods.bernoulli
 
 
+def multinomial(input: _Tensor, num_samples: builtins.int, replacement: builtins.bool = False, *,  # noqa: A002
+                generator: Any = None) -> _Tensor:
+    only_defaults("torch.multinomial", generator=generator)
+    p = input.arr.reshape(-1, input.arr.shape[-1])
+    if not replacement and num_samples > p.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    draws = rng.generator().multinomial(p, num_samples, replacement)
+    return _Tensor(draws.reshape(input.arr.shape[:-1] + (num_samples,)))
+
+
 def full(size: Sequence[builtins.int], fill_value: Any, dtype: Any = None, device: Any = None,
          requires_grad: Any = False) -> _Tensor:
     default = dtypes.infer(fill_value)

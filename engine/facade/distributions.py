@@ -191,11 +191,9 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = _shape(sample_shape)
-        p = self.probs.arr.reshape(-1, self._num_events).astype(np.float64)
-        cdf = np.cumsum(p / p.sum(-1, keepdims=True), -1)
-        u = rng.other().random((int(np.prod(shape)) if shape else 1, p.shape[0]))
-        draws = (u[..., None] > cdf[None]).sum(-1).clip(max=self._num_events - 1)
-        return Tensor(draws.reshape(shape + self._batch_shape).astype(np.int64))
+        p = self.probs.arr.reshape(-1, self._num_events)
+        draws = rng.generator().multinomial(p, int(np.prod(shape)) if shape else 1).T  # PyTorch's layout
+        return Tensor(np.ascontiguousarray(draws).reshape(shape + self._batch_shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         v = ops.unsqueeze(ops.cast(value, np.dtype(np.int64)), -1)
