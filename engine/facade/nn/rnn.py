@@ -97,20 +97,7 @@ class _RNNBase(Module):
             x = x.transpose(0, 1)
         batch = (x.arr.shape[1],)
         state = self._initial(hx, batch, x, unbatched)
-        step = self._step()
-        finals = []
-        seq = list(x.unbind(0))
-        for layer in range(self.num_layers):
-            w = self._weights(layer)
-            s = self._layer_state(state, layer)
-            outs = []
-            for xt in seq:
-                s = step(xt, s, w)
-                outs.append(s[0] if isinstance(s, tuple) else s)
-            finals.append(s)
-            seq = outs
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                seq = [F.dropout(o, self.dropout, True) for o in seq]
+        seq, finals = self._run_layers(list(x.unbind(0)), state, None)
         out = ops.stack(seq, 0)
         if unbatched:
             out = out.squeeze(1)
@@ -125,24 +112,33 @@ class _RNNBase(Module):
         order = packed.sorted_indices
         state = self._initial(hx if order is None else _each(hx, lambda h: ops.index(h, (slice(None), order.arr))),
                               (sizes[0],), packed.data, False)
-        step, starts = self._step(), np.cumsum([0] + sizes)
+        starts = np.cumsum([0] + sizes)
         seq = [ops.index(packed.data, (slice(int(a), int(a) + b),)) for a, b in zip(starts, sizes)]
-        finals = []
-        for layer in range(self.num_layers):
-            w, s, outs = self._weights(layer), self._layer_state(state, layer), []
-            for xt, b in zip(seq, sizes):
-                new = step(xt, _each(s, functools.partial(_rows, b)), w)
-                s = _merge(s, new, b)
-                outs.append(new[0] if isinstance(new, tuple) else new)
-            finals.append(s)
-            seq = outs
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                seq = [F.dropout(o, self.dropout, True) for o in seq]
+        seq, finals = self._run_layers(seq, state, sizes)
         final = self._final(finals, False)
         unsorted = packed.unsorted_indices
         if unsorted is not None:
             final = _each(final, lambda h: ops.index(h, (slice(None), unsorted.arr)))
         return PackedSequence(ops.cat(seq, 0), packed.batch_sizes, order, packed.unsorted_indices), final
+
+    def _run_layers(self, seq: list[Tensor], state: Any, sizes: list[int] | None) -> tuple[list, list]:
+        """Each layer over the time steps; with `sizes` (a packed sequence) step t runs only
+        its first sizes[t] rows. Returns the last layer's outputs and each layer's final state."""
+        step, finals = self._step(), []
+        for layer in range(self.num_layers):
+            w, s, outs = self._weights(layer), self._layer_state(state, layer), []
+            for t, xt in enumerate(seq):
+                if sizes is None:
+                    s = new = step(xt, s, w)
+                else:
+                    new = step(xt, _each(s, functools.partial(_rows, sizes[t])), w)
+                    s = _merge(s, new, sizes[t])
+                outs.append(new[0] if isinstance(new, tuple) else new)
+            finals.append(s)
+            seq = outs
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                seq = [F.dropout(o, self.dropout, True) for o in seq]
+        return seq, finals
 
     def _initial(self, hx: Any, batch: tuple, x: Tensor, unbatched: bool) -> Any:
         if hx is None:
