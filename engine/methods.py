@@ -16,7 +16,7 @@ import numpy as np
 
 from . import dtypes, ops, rng, tensor_ops
 from .errors import NUMPY_REQUIRES_GRAD, NotSupportedByEngine
-from .tape import Tensor, apply_inplace
+from .tape import STATE, Tensor, apply_inplace
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -200,6 +200,13 @@ def t(self: Tensor) -> Tensor:
     return self if self.arr.ndim < 2 else ops.transpose(self, 0, 1, "TBackward0")
 
 
+def contiguous(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """PyTorch copies a non-contiguous tensor (a CloneBackward0 node); burn has no such op."""
+    if self.arr.flags.c_contiguous or STATE.semantics == "strict":
+        return self
+    return ops.clone(self)
+
+
 def flip(self: Tensor, *dims: Any) -> Tensor:
     return ops.flip(self, _shape_args(dims))
 
@@ -284,7 +291,11 @@ def _extreme(largest: bool) -> Callable[..., Any]:
         if dim is None:
             return ops.extreme(self, largest)
         idx = ops.arg_extreme(self, dim, True, largest)
-        values = ops.along(self, dim, idx.arr, keepdim, "MaxBackward0" if largest else "MinBackward0")
+        node = "MaxBackward0" if largest else "MinBackward0"
+        if STATE.semantics == "strict":  # burn: max_dim keeps the dim, a squeeze is a node of its own
+            values = ops.along(self, dim, idx.arr, True, node)
+            return MinMax(values if keepdim else squeeze(values, dim), idx if keepdim else squeeze(idx, dim))
+        values = ops.along(self, dim, idx.arr, keepdim, node)
         return MinMax(values, idx if keepdim else squeeze(idx, dim))
     return fn
 
@@ -530,7 +541,7 @@ METHODS: dict[str, Any] = {
     "item": item, "tolist": tolist, "numpy": numpy, "detach": detach, "detach_": detach_,
     "requires_grad_": requires_grad_, "to": to, "type_as": type_as, "cuda": cuda,
     "cpu": lambda self, *a, **k: self,
-    "contiguous": lambda self, *a, **k: self if self.arr.flags.c_contiguous else ops.clone(self),
+    "contiguous": contiguous,
     "float": _caster(dtypes.float32), "double": _caster(dtypes.float64),
     "half": _caster(dtypes.float16), "long": _caster(dtypes.int64), "int": _caster(dtypes.int32),
     "bool": _caster(dtypes.bool_), "clone": lambda self, **k: ops.clone(self),

@@ -536,7 +536,7 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
         x, y = operands(a, b)
         fn = np.floor_divide if rounding_mode == "floor" else (lambda p, q: np.trunc(p / q))
         return Tensor(np.asarray(fn(x.arr, y.arr)).astype(x.arr.dtype))
-    if not isinstance(a, Tensor) and isinstance(b, Tensor) and b.requires_grad:
+    if not isinstance(a, Tensor) and isinstance(b, Tensor) and b.requires_grad and tape.STATE.semantics == "torch":
         return mul(reciprocal(b), a)  # PyTorch's `2 / x`: Mul of a Reciprocal
     return apply(DIV, *_float_operands(a, b))
 

@@ -109,6 +109,25 @@ def test_accumulated_total_loss_grows_as_pytorchs(fresh) -> None:
     assert _total_loss_depths(facade) == [5, 6, 7, 8]
 
 
+STRICT_GRAPHS = {  # burn's tape records these as the composites its ops build (one node per op)
+    "linear": (lambda x: facade.nn.functional.linear(x, facade.ones(2, 3, requires_grad=True)), ["AddmmBackward0"]),
+    "max_dim": (lambda x: x.max(1).values, ["SqueezeBackward1", "MaxBackward0"]),
+    "stack": (lambda x: facade.stack([x, x]), ["CatBackward0", "UnsqueezeBackward0", "UnsqueezeBackward0"]),
+    "scalar_over_tensor": (lambda x: 2 / x, ["DivBackward0"]),
+    "contiguous": (lambda x: x.t().contiguous(), ["TBackward0"]),
+    "layer_norm": (lambda x: facade.nn.functional.layer_norm(x, (3,)),
+                   ["MulBackward0", "SubBackward0", "RsqrtBackward0", "MeanBackward1", "AddBackward0",
+                    "MeanBackward1", "MulBackward0"]),  # (x - mean) * rsqrt(mean((x - mean) ** 2) + eps)
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRICT_GRAPHS))
+def test_strict_graphs_are_burns_composites(fresh, name: str) -> None:
+    fresh("strict")
+    build, want = STRICT_GRAPHS[name]
+    assert [type(n).__name__ for n in tape.iter_nodes(build(facade.ones(2, 3, requires_grad=True)))] == want
+
+
 def test_strict_semantics_keeps_burns_composites(fresh) -> None:
     """burn's tape records mse_loss as sub, pow and mean; strict node ids count those."""
     fresh("strict")
