@@ -133,22 +133,16 @@ def run_engine(path: str, semantics: str, watch: set[int], reach: set[int]) -> d
     exc = _execute(path, sampler)
     out: dict[str, Any] = _traced(sampler)
     if isinstance(exc, errors.GraphError):
-        out.update(status="error", error_kind=exc.kind, error=_first_line(exc), line=exc.line,
-                   node_id=exc.node_id, node_line=exc.node_line, consumed_line=exc.consumed_line,
-                   detail=_graph_detail(exc.modified_line), node_lines=list(exc.node_lines))
+        out.update(_graph_error(exc))
     elif isinstance(exc, errors.NotSupportedByEngine):
         out.update(status="unsupported", error=str(exc), line=_user_line(exc.__traceback__, path))
     elif exc is not None:
         out.update(_other(exc, path))
     else:
-        graph = [r for r in errors.RAISED if r.kind != "unsupported"]
+        graph = _caught_graph_error()
         unsupported = [r for r in errors.RAISED if r.kind == "unsupported"]
         if graph:
-            r = graph[0]
-            out.update(status="error", error_kind=r.kind, error=r.message.splitlines()[0],
-                       line=r.line, node_id=r.node_id, node_line=r.node_line,
-                       consumed_line=r.consumed_line, caught=True,
-                       detail=_graph_detail(r.modified_line), node_lines=list(r.node_lines))
+            out.update(graph)
         elif unsupported:
             out.update(status="unsupported", error=unsupported[0].message,
                        detail="raised and caught by the program")
@@ -159,6 +153,25 @@ def run_engine(path: str, semantics: str, watch: set[int], reach: set[int]) -> d
 
 def _graph_detail(modified_line: int | None) -> str | None:
     return f"modified in place at line {modified_line}" if modified_line is not None else None
+
+
+def _graph_error(exc: Any) -> dict[str, Any]:
+    """The result for a graph error (`errors.GraphError`) that ended the program."""
+    return {"status": "error", "error_kind": exc.kind, "error": _first_line(exc), "line": exc.line,
+            "node_id": exc.node_id, "node_line": exc.node_line, "consumed_line": exc.consumed_line,
+            "detail": _graph_detail(exc.modified_line), "node_lines": list(exc.node_lines)}
+
+
+def _caught_graph_error() -> dict[str, Any] | None:
+    """The first graph error the program raised and caught itself, if any."""
+    from . import errors
+
+    r = next((r for r in errors.RAISED if r.kind != "unsupported"), None)
+    if r is None:
+        return None
+    return {"status": "error", "error_kind": r.kind, "error": r.message.splitlines()[0], "line": r.line,
+            "node_id": r.node_id, "node_line": r.node_line, "consumed_line": r.consumed_line, "caught": True,
+            "detail": _graph_detail(r.modified_line), "node_lines": list(r.node_lines)}
 
 
 # ------------------------------------------------------------------------- torch
@@ -172,7 +185,7 @@ def _torch_counts() -> tuple[int, int]:
 
     gc.collect()
     seen: set[int] = set()
-    stack = [o.grad_fn for o in gc.get_objects()
+    stack: list[Any] = [o.grad_fn for o in gc.get_objects()
              if isinstance(o, torch.Tensor) and o.grad_fn is not None]
     nbytes, ptrs = 0, set()
     while stack:
@@ -198,13 +211,14 @@ def _traced(sampler: Sampler | None) -> dict[str, Any]:
     return {"samples": sampler.samples if sampler else [], "reached": sorted(sampler.reached) if sampler else []}
 
 
-def run_torch(path: str, watch: set[int], reach: set[int]) -> dict[str, Any]:
+def run_torch(path: str, watch: set[int], reach: set[int], semantics: str = "torch") -> dict[str, Any]:
+    """Run on real PyTorch; under strict semantics with burn's tape tracked over it."""
     try:
         import torch
     except ImportError:
         return {"status": "unsupported", "detail": "PyTorch is not installed"}
 
-    from .errors import SECOND_BACKWARD
+    from .errors import SECOND_BACKWARD, GraphError
 
     torch.autograd.set_detect_anomaly(True, check_nan=False)
     anomalies: list[str] = []
@@ -219,8 +233,18 @@ def run_torch(path: str, watch: set[int], reach: set[int]) -> dict[str, Any]:
 
     warnings.showwarning = record
     sampler = Sampler(path, watch, _torch_counts, reach) if watch or reach else None
-    exc = _execute(path, sampler)
+    from . import strict_torch
+
+    with strict_torch.tracking(path, semantics == "strict"):
+        exc = _execute(path, sampler)
     out: dict[str, Any] = _traced(sampler)
+    if isinstance(exc, GraphError):
+        out.update(_graph_error(exc))
+        return out
+    caught = _caught_graph_error()
+    if caught is not None:  # burn panics where the program caught the tracker's error
+        out.update(caught)
+        return out
     if exc is None:
         out["status"] = "ok"
         return out
@@ -259,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     reach = {int(x) for x in ns.reach.split(",") if x}
     path = os.path.abspath(ns.path)
     if ns.backend == "torch":
-        result = run_torch(path, watch, reach)
+        result = run_torch(path, watch, reach, ns.semantics)
     else:
         result = run_engine(path, ns.semantics, watch, reach)
     sys.stdout.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -42,6 +43,14 @@ DEFAULT_FLOAT = float32
 
 def from_np(dtype: np.dtype) -> DType:
     return _BY_NP[np.dtype(dtype)]
+
+
+@overload
+def as_np(dtype: None) -> None: ...
+
+
+@overload
+def as_np(dtype: DType | np.dtype | type | str) -> np.dtype: ...
 
 
 def as_np(dtype: DType | np.dtype | type | str | None) -> np.dtype | None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import dtypes, ops, rng, tensor_ops
 from .errors import NUMPY_REQUIRES_GRAD, NotSupportedByEngine
-from .tape import Tensor, apply_inplace
+from .tape import STATE, Tensor, apply_inplace
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -38,7 +38,7 @@ class device:  # noqa: N801 - PyTorch's name
     """Only the CPU exists here."""
 
     def __init__(self, spec: Any = "cpu", index: int | None = None) -> None:
-        self.type = str(spec.type if isinstance(spec, device) else spec).split(":")[0]
+        self.type: str = str(spec.type if isinstance(spec, device) else spec).split(":")[0]
         if self.type != "cpu":
             raise NotSupportedByEngine(f"torch.device({spec!r})")
         self.index = index
@@ -179,8 +179,9 @@ def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 def squeeze(self: Tensor, dim: Any = None) -> Tensor:
     shape = self.arr.shape
-    dims = range(len(shape)) if dim is None else ops.norm_dims(dim, len(shape))
-    return ops.reshape(self, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))
+    dims: Sequence[int] = range(len(shape)) if dim is None else ops.norm_dims(dim, len(shape)) or ()
+    node = "SqueezeBackward0" if dim is None else "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"
+    return ops.reshape(self, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)), node)
 
 
 def expand(self: Tensor, *shape: Any) -> Tensor:
@@ -196,7 +197,14 @@ def permute(self: Tensor, *dims: Any) -> Tensor:
 
 
 def t(self: Tensor) -> Tensor:
-    return self if self.arr.ndim < 2 else ops.transpose(self, 0, 1)
+    return self if self.arr.ndim < 2 else ops.transpose(self, 0, 1, "TBackward0")
+
+
+def contiguous(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """PyTorch copies a non-contiguous tensor (a CloneBackward0 node); burn has no such op."""
+    if self.arr.flags.c_contiguous or STATE.semantics == "strict":
+        return self
+    return ops.clone(self)
 
 
 def flip(self: Tensor, *dims: Any) -> Tensor:
@@ -260,11 +268,11 @@ def setitem(self: Tensor, key: Any, value: Any) -> None:
 
 def index_select(self: Tensor, dim: int, index: Tensor) -> Tensor:
     d = dim % self.arr.ndim
-    return ops.index(self, (slice(None),) * d + (np.asarray(_key(index)),))
+    return ops.index(self, (slice(None),) * d + (np.asarray(_key(index)),), "IndexSelectBackward0")
 
 
 def masked_fill(self: Tensor, mask: Any, value: Any) -> Tensor:
-    return ops.where(mask, value.item() if isinstance(value, Tensor) else value, self)
+    return ops.where(mask, value.item() if isinstance(value, Tensor) else value, self, "MaskedFillBackward0")
 
 
 def _iter(self: Tensor) -> Any:
@@ -283,11 +291,12 @@ def _extreme(largest: bool) -> Callable[..., Any]:
         if dim is None:
             return ops.extreme(self, largest)
         idx = ops.arg_extreme(self, dim, True, largest)
-        values = ops.gather(self, dim, idx)
-        if not keepdim:
-            values = squeeze(values, dim)
-            idx = squeeze(idx, dim)
-        return MinMax(values, idx)
+        node = "MaxBackward0" if largest else "MinBackward0"
+        if STATE.semantics == "strict":  # burn: max_dim keeps the dim, a squeeze is a node of its own
+            values = ops.along(self, dim, idx.arr, True, node)
+            return MinMax(values if keepdim else squeeze(values, dim), idx if keepdim else squeeze(idx, dim))
+        values = ops.along(self, dim, idx.arr, keepdim, node)
+        return MinMax(values, idx if keepdim else squeeze(idx, dim))
     return fn
 
 
@@ -303,15 +312,19 @@ def _arg(largest: bool) -> Callable[..., Tensor]:
     return lambda self, dim=None, keepdim=False: ops.arg_extreme(self, dim, keepdim, largest)
 
 
-def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> MinMax:
+def _ranked(self: Tensor, k: int, dim: int, largest: bool, node: str) -> MinMax:
     d = dim % self.arr.ndim
     order = np.argsort(-self.arr if largest else self.arr, axis=d, kind="stable")
     idx = np.take(order, np.arange(k), axis=d)
-    return MinMax(ops.gather(self, d, idx), Tensor(idx.astype(np.int64)))
+    return MinMax(ops.along(self, d, idx, True, node), Tensor(idx.astype(np.int64)))
+
+
+def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> MinMax:
+    return _ranked(self, k, dim, largest, "TopkBackward0")
 
 
 def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> MinMax:
-    return topk(self, self.arr.shape[dim], dim, largest=descending)
+    return _ranked(self, self.arr.shape[dim], dim, descending, "SortBackward0")
 
 
 def argsort(self: Tensor, dim: int = -1, descending: bool = False) -> Tensor:
@@ -401,6 +414,26 @@ def _random_(draw: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
         values = draw(rng.generator(), self.arr.shape, self.arr.dtype, *args, **kwargs)
         return _fill(self, values)
     return method
+
+
+def _bernoulli_draw(gen: rng.TorchGenerator, like: Tensor, p: Any) -> np.ndarray:
+    """PyTorch's two CPU kernels: a scalar p, or a tensor of probabilities."""
+    if isinstance(p, Tensor):
+        return gen.bernoulli(np.broadcast_to(p.arr, like.arr.shape)).astype(like.arr.dtype)
+    return gen.bernoulli_scalar(float(p), like.arr.shape).astype(like.arr.dtype)
+
+
+def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """`torch.bernoulli(probs)`, or with a scalar `p` a tensor shaped like the input."""
+    if generator is not None:
+        raise NotSupportedByEngine("torch.bernoulli(generator=...)")
+    return Tensor(_bernoulli_draw(rng.generator(), self, self if p is None else p))
+
+
+def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    if generator is not None:
+        raise NotSupportedByEngine("torch.Tensor.bernoulli_(generator=...)")
+    return _fill(self, _bernoulli_draw(rng.generator(), self, p))
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
@@ -507,7 +540,8 @@ METHODS: dict[str, Any] = {
     # conversions
     "item": item, "tolist": tolist, "numpy": numpy, "detach": detach, "detach_": detach_,
     "requires_grad_": requires_grad_, "to": to, "type_as": type_as, "cuda": cuda,
-    "cpu": lambda self, *a, **k: self, "contiguous": lambda self, *a, **k: self,
+    "cpu": lambda self, *a, **k: self,
+    "contiguous": contiguous,
     "float": _caster(dtypes.float32), "double": _caster(dtypes.float64),
     "half": _caster(dtypes.float16), "long": _caster(dtypes.int64), "int": _caster(dtypes.int32),
     "bool": _caster(dtypes.bool_), "clone": lambda self, **k: ops.clone(self),
@@ -534,8 +568,8 @@ METHODS: dict[str, Any] = {
     "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "reciprocal": ops.reciprocal, "sin": ops.sin,
     "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid, "relu": ops.relu,
     "clamp": ops.clamp, "clip": ops.clamp,
-    "clamp_min": lambda self, m: ops.clamp(self, min=m),
-    "clamp_max": lambda self, m: ops.clamp(self, max=m),
+    "clamp_min": lambda self, m: ops.clamp(self, min=m, node="ClampMinBackward0"),
+    "clamp_max": lambda self, m: ops.clamp(self, max=m, node="ClampMaxBackward0"),
     "maximum": ops.maximum, "minimum": ops.minimum,
     "matmul": matmul, "mm": matmul, "bmm": matmul, "dot": matmul,
     # reductions
@@ -545,7 +579,8 @@ METHODS: dict[str, Any] = {
     "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum,
     "topk": topk, "sort": sort, "argsort": argsort, "cumprod": tensor_ops.cumprod,
     "scatter_add": tensor_ops.scatter_add, "index_add": tensor_ops.index_add,
-    "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu, "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
+    "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu,
+    "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
     "scatter_add_": lambda self, dim, index, src: apply_inplace(
         tensor_ops.SCATTER_ADD, self, ops.cast(src, self.arr.dtype), dim=dim % self.arr.ndim,
         idx=index.arr.astype(np.int64)),
@@ -562,6 +597,7 @@ METHODS: dict[str, Any] = {
     "add_": _inplace(ops.ADD), "sub_": _inplace(ops.SUB), "mul_": _inplace(ops.MUL),
     "div_": _inplace(ops.DIV), "relu_": _inplace(ops.RELU), "zero_": zero_, "fill_": _fill,
     "copy_": copy_, "clamp_": clamp_, "masked_fill_": masked_fill_,
+    "bernoulli": bernoulli, "bernoulli_": bernoulli_,
     "normal_": _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(mean, std, shape, dt)),
     "uniform_": _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(a, b, shape, dt)),
     "new_zeros": _new(lambda self, *s: np.zeros(_shape_args(s))),

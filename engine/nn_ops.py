@@ -256,7 +256,7 @@ def _gather_pool(g: Tensor, idx: np.ndarray) -> Tensor:
 MAX_POOL = Op("MaxPool2DWithIndices", lambda x, k, geo, spatial: _max_pool_fwd(x, k, geo, spatial),
               lambda c, g: (apply(MAX_POOL_BACKWARD, g, idx=c.saved["indices"].arr, shape=c.shapes[0]),),
               (0, "indices"))
-MAX_POOL_BACKWARD = Op("MaxPool2DWithIndicesBackward",
+MAX_POOL_BACKWARD: Op = Op("MaxPool2DWithIndicesBackward",
                        lambda g, idx, shape: _scatter_pool(g, idx, shape),
                        lambda c, g: (_gather_pool(g, c.attrs["idx"]),))
 
@@ -291,17 +291,33 @@ AVG_POOL_BACKWARD = Op("AvgPool2DBackward",
 
 def _pool_geometry(spatial: int, kernel: Any, stride: Any, padding: Any, dilation: Any,
                    ceil_mode: bool) -> tuple[tuple, Geometry]:
-    if ceil_mode:
-        raise NotSupportedByEngine("pooling with ceil_mode=True")
     k = pair(kernel, spatial)
     geo = _geometry(spatial, k, stride if stride not in (None, []) else k, padding, dilation, 1)
     return ((1, k[0]) if spatial == 1 else k), geo
+
+
+def _ceil_extra(size: tuple, k: tuple, geo: Geometry) -> tuple[int, ...]:
+    """How far past the input (and its padding) ceil_mode's last windows reach, per dim:
+    PyTorch rounds the output size up, but drops a window that would start in the
+    right padding."""
+    extra = []
+    for n, kk, s, p, d in zip(size, k, geo.stride, geo.padding, geo.dilation):
+        span = n + 2 * p - d * (kk - 1) - 1
+        out = -(-span // s) + 1
+        if (out - 1) * s >= n + p:
+            out -= 1
+        extra.append(max((out - 1) * s - span, 0))
+    return tuple(extra)
 
 
 def max_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
              return_indices: bool, spatial: int) -> Any:
     x, squeeze = _batched(x, spatial)
     k, geo = _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
+    if ceil_mode:  # the extra windows see -inf beyond the input: they take what they reach of it
+        extra = _ceil_extra(_as2d(x.arr, spatial).shape[2:], k, geo)
+        if any(extra):
+            x = ops.pad(x, [w for e in reversed(extra[2 - spatial:]) for w in (0, e)], -np.inf)
     out = _unbatched(apply(MAX_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
     if return_indices:
         raise NotSupportedByEngine("max_pool with return_indices=True")
@@ -312,6 +328,8 @@ def avg_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,
              count_include_pad: bool, divisor_override: Any, spatial: int) -> Tensor:
     x, squeeze = _batched(x, spatial)
     k, geo = _pool_geometry(spatial, kernel, stride, padding, 1, ceil_mode)
+    if ceil_mode and any(_ceil_extra(_as2d(x.arr, spatial).shape[2:], k, geo)):
+        raise NotSupportedByEngine("avg_pool with ceil_mode=True where it adds a partial window")
     if divisor_override is not None or (not count_include_pad and any(geo.padding)):
         raise NotSupportedByEngine("avg_pool with divisor_override or count_include_pad=False")
     return _unbatched(apply(AVG_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
@@ -399,7 +417,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         if running_mean is not None and running_var is not None:
             m = momentum
             running_mean.arr[...] = (1 - m) * running_mean.arr + m * mean
-            running_var.arr[...] = (1 - m) * running_var.arr + m * var * n / (n - 1)  # no version bump, as in PyTorch's kernel
+            # no version bump, as in PyTorch's kernel
+            running_var.arr[...] = (1 - m) * running_var.arr + m * var * n / (n - 1)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
@@ -410,3 +429,44 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         raise NotSupportedByEngine("batch_norm with a bias but no weight")
     return apply(BATCH_NORM, *inputs, mean=mean.astype(np.float64), invstd=invstd.astype(np.float64),
                  training=training, affine=weight is not None)
+
+
+# ------------------------------------------------------------ unfold / fold
+
+
+def _im2col(x: np.ndarray, k: tuple[int, int], geo: Geometry) -> np.ndarray:
+    cols = _windows(x, k, geo)  # (N, C, OH, OW, kh, kw)
+    n, c, oh, ow = cols.shape[:4]
+    return np.ascontiguousarray(cols.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * k[0] * k[1], oh * ow)
+
+
+def _col2im(cols: np.ndarray, size: tuple[int, int], k: tuple[int, int], geo: Geometry) -> np.ndarray:
+    n, ckk, _ = cols.shape
+    c = ckk // (k[0] * k[1])
+    (ph, pw), (dh, dw), (sh, sw) = geo.padding, geo.dilation, geo.stride
+    oh = (size[0] + 2 * ph - dh * (k[0] - 1) - 1) // sh + 1
+    ow = (size[1] + 2 * pw - dw * (k[1] - 1) - 1) // sw + 1
+    blocks = cols.reshape(n, c, k[0], k[1], oh, ow).transpose(0, 1, 4, 5, 2, 3)
+    return _unwindow(np.ascontiguousarray(blocks), (n, c, *size), geo).astype(cols.dtype)
+
+
+# F.unfold is a linear map whose adjoint is F.fold: each one's backward is the other.
+IM2COL: Op = Op("Im2Col", lambda x, k, geo: _im2col(x, k, geo),
+                lambda c, g: (apply(COL2IM, g, size=c.shapes[0][2:], k=c.attrs["k"], geo=c.attrs["geo"]),))
+COL2IM: Op = Op("Col2Im", lambda cols, size, k, geo: _col2im(cols, size, k, geo),
+                lambda c, g: (apply(IM2COL, g, k=c.attrs["k"], geo=c.attrs["geo"]),))
+
+
+def unfold(x: Tensor, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Tensor:
+    if x.arr.ndim != 4:
+        raise NotSupportedByEngine(f"torch.nn.functional.unfold of a {x.arr.ndim}-D input")
+    k = pair(kernel_size, 2)
+    return apply(IM2COL, x, k=k, geo=_geometry(2, k, stride, padding, dilation, 1))
+
+
+def fold(cols: Tensor, output_size: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Tensor:
+    if cols.arr.ndim != 3:
+        raise NotSupportedByEngine(f"torch.nn.functional.fold of a {cols.arr.ndim}-D input")
+    k = pair(kernel_size, 2)
+    size = pair(output_size, 2)
+    return apply(COL2IM, cols, size=size, k=k, geo=_geometry(2, k, stride, padding, dilation, 1))

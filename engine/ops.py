@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
-from .tape import Op, Tensor, apply, apply_inplace
+from . import dtypes, tape
+from .tape import Op, Tensor, apply, apply_inplace, named
 
 Number = (int, float, bool, np.number, np.bool_)
 
@@ -120,12 +120,16 @@ DIV = _bin(
                   sum_to(-g * c.saved[0] / (c.saved[1] * c.saved[1]), c.shapes[1])
                   if c.needs[1] else None),
     lambda needs: (1, 0) if needs[1] else (1,))
-POW = _bin(
+POW = Op(
     "Pow", np.power,
     lambda c, g: (sum_to(g * c.saved[1] * c.saved[0] ** (c.saved[1] - 1), c.shapes[0])
                   if c.needs[0] else None,
                   sum_to(g * c.saved["out"] * log(c.saved[0]), c.shapes[1]) if c.needs[1] else None),
-    (0, 1, "out"))
+    (0, 1, "out"), node="PowBackward1")
+POW_BASE = Op(  # a Python number to a tensor power: PowBackward2 saves the exponent and the result
+    "Pow", lambda e, base: np.power(base, e).astype(e.dtype),
+    lambda c, g: (g * c.saved["out"] * math.log(c.attrs["base"]),),
+    (0, "out"), node="PowBackward2")
 POW_SCALAR = Op(
     "Pow", lambda a, exponent: np.power(a, exponent),
     lambda c, g: (g * c.attrs["exponent"] * c.saved[0] ** (c.attrs["exponent"] - 1),),
@@ -154,8 +158,8 @@ def _tie_mask(a: Tensor, b: Tensor) -> Tensor:
     return const(np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0)).astype(np.result_type(x, y)))
 
 
-def _unary(name: str, fwd, bwd, saves=()) -> Op:
-    return Op(name, fwd, lambda c, g: (bwd(c, g),), saves)
+def _unary(name: str, fwd, bwd, saves=(), node: str = "") -> Op:
+    return Op(name, fwd, lambda c, g: (bwd(c, g),), saves, node=node)
 
 
 def _rounded(fn):
@@ -199,7 +203,7 @@ ERF = _unary("Erf", _erf,
              lambda c, g: g * (2 / math.sqrt(math.pi)) * exp(-(c.saved[0] * c.saved[0])), (0,))
 CLAMP = _unary(
     "Clamp", lambda a, lo, hi: np.clip(a, lo, hi).astype(a.dtype),
-    lambda c, g: g * _in_range(c.saved[0], c.attrs["lo"], c.attrs["hi"]), (0,))
+    lambda c, g: g * _in_range(c.saved[0], c.attrs["lo"], c.attrs["hi"]), (0,), node="ClampBackward1")
 
 
 def _positive(t: Tensor) -> Tensor:
@@ -259,7 +263,7 @@ STD = Op(  # its own op, as in PyTorch: a zero deviation gets a zero gradient, n
     lambda c, g: (_var_backward(c, g / (where(c.saved["out"].detach() == 0, 1.0, c.saved["out"]) * 2)),),
     (0, "out"))
 NORM = Op(
-    "Norm",
+    "LinalgVectorNorm",
     lambda a, dims, keepdim: np.asarray(np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim)),
                                         dtype=a.dtype),
     lambda c, g: (_grow(g, c.shapes[0], c.attrs["dims"], c.attrs["keepdim"]) * c.saved[0]
@@ -269,7 +273,7 @@ NORM = Op(
 EXTREME = Op(  # full max()/min(): gradient split evenly among ties, as PyTorch does
     "Max", lambda a, fn: np.asarray(fn(a), dtype=a.dtype),
     lambda c, g: (g * _even_mask(c.saved[0], c.saved["out"]),),
-    (0, "out"))
+    (0, "out"), node="MaxBackward1")
 LOGSUMEXP = Op(
     "Logsumexp",
     lambda a, dims, keepdim: _logsumexp(a, dims, keepdim),
@@ -290,7 +294,22 @@ AMAX = Op(  # amax/amin: gradient split evenly among ties along the reduced dims
     lambda c, g: (_grow(g, c.shapes[0], c.attrs["dims"], c.attrs["keepdim"])
                   * _tie_share(c.saved[0], c.saved["out"], c.attrs["dims"], c.attrs["keepdim"]),),
     (0, "out"))
-MIN_EXTREME = Op("Min", EXTREME.forward, EXTREME.backward, EXTREME.saves)
+MIN_EXTREME = Op("Min", EXTREME.forward, EXTREME.backward, EXTREME.saves, node="MinBackward1")
+ALONG = Op(  # max(dim)/min(dim)/sort/topk values: elements picked along a dim by indices
+    "Max", lambda a, dim, idx, keepdim: (_take(a, dim, idx, keepdim), {"indices": idx}),
+    lambda c, g: (apply(SCATTER_ADD, g if c.attrs["keepdim"] else unsqueeze(g, c.attrs["dim"]),
+                        shape=c.shapes[0], dim=c.attrs["dim"], idx=c.attrs["idx"]),),
+    ("indices",))
+
+
+def _take(a: np.ndarray, dim: int, idx: np.ndarray, keepdim: bool) -> np.ndarray:
+    out = np.take_along_axis(a, idx, axis=dim)
+    return out if keepdim else np.squeeze(out, axis=dim)
+
+
+def along(a: Tensor, dim: int, idx: np.ndarray, keepdim: bool, node: str) -> Tensor:
+    """`a`'s elements at `idx` along `dim` (indices shaped as with keepdim), one node."""
+    return apply(named(ALONG, node), a, dim=dim % a.arr.ndim, idx=idx.astype(np.int64), keepdim=keepdim)
 CUMSUM = Op("Cumsum", lambda a, dim: np.cumsum(a, axis=dim, dtype=a.dtype),
             lambda c, g: (flip(cumsum(flip(g, (c.attrs["dim"],)), c.attrs["dim"]),
                                (c.attrs["dim"],)),))
@@ -370,6 +389,12 @@ def _linear_bwd(c, g: Tensor) -> tuple:
 LINEAR = Op("Addmm", _linear_fwd, _linear_bwd,
             lambda needs: ((1,) if needs[0] else ()) + ((0,) if needs[1] else ()),
             shown_transposed=(1,))  # PyTorch saves weight.t(), and its errors show that view
+ADDMM = Op(  # bias + mat1 @ mat2: PyTorch's linear on a 2-D input, weight.t() as mat2
+    "Addmm", lambda b, m1, m2: np.matmul(m1, m2) + b,
+    lambda c, g: (sum_to(g, c.shapes[0]) if c.needs[0] else None,
+                  matmul(g, transpose(c.saved[2], 0, 1)) if c.needs[1] else None,
+                  matmul(transpose(c.saved[1], 0, 1), g) if c.needs[2] else None),
+    lambda needs: ((1,) if needs[2] else ()) + ((2,) if needs[1] else ()))
 
 
 # ---------------------------------------------------------------- views & shape
@@ -391,6 +416,9 @@ PAD = Op("ConstantPadNd", lambda a, widths, value: np.pad(a, widths, constant_va
          lambda c, g: (index(g, tuple(slice(lo, lo + s) for (lo, _), s in
                                       zip(c.attrs["widths"], c.shapes[0]))),))
 CAT = Op("Cat", lambda *arrays, dim: np.concatenate(arrays, axis=dim), lambda c, g: _cat_bwd(c, g))
+STACK = Op("Stack", lambda *arrays, dim: np.stack(arrays, axis=dim),
+            lambda c, g: tuple(index(g, (slice(None),) * c.attrs["dim"] + (i,)) if need else None
+                               for i, need in enumerate(c.needs)))
 CLONE = Op("Clone", lambda a: a.copy(), lambda c, g: (g,))
 TO = Op("ToCopy", lambda a, dtype: a.astype(dtype), lambda c, g: (cast(g, c.dtypes[0]),))
 
@@ -436,11 +464,11 @@ INDEX_PUT = Op(  # t[key] = value, in place: (old t, value) -> new t
 GATHER = Op(
     "Gather", lambda a, dim, idx: (np.take_along_axis(a, idx, axis=dim), {"index": idx}),
     lambda c, g: (apply(SCATTER_ADD, g, shape=c.shapes[0], dim=c.attrs["dim"], idx=c.attrs["idx"]),),
-    ("index",))
+    ("index", 0))
 EMBEDDING = Op(  # weight[rows]; the padding row gets no gradient
     "Embedding", lambda w, rows, padding_idx: (w[rows], {"indices": rows}),
     lambda c, g: (_embedding_bwd(c, g),), ("indices",))
-SCATTER_ADD = Op("ScatterAdd", lambda g, shape, dim, idx: _scatter_along(g, shape, dim, idx),
+SCATTER_ADD: Op = Op("ScatterAdd", lambda g, shape, dim, idx: _scatter_along(g, shape, dim, idx),
                  lambda c, g: (gather(g, c.attrs["dim"], c.attrs["idx"]),))
 
 
@@ -472,7 +500,7 @@ def _put(a: np.ndarray, v: np.ndarray, key: Any) -> np.ndarray:
 
 def _scatter_along(g: np.ndarray, shape: tuple, dim: int, idx: np.ndarray) -> np.ndarray:
     z = np.zeros(shape, dtype=g.dtype)
-    grids = list(np.indices(idx.shape, sparse=True))
+    grids: list[np.ndarray] = list(np.indices(idx.shape, sparse=True))
     grids[dim] = idx
     np.add.at(z, tuple(grids), g)
     return z
@@ -495,7 +523,8 @@ def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
     if alpha != 1:
         b = mul(b, alpha)
-    return apply(SUB, *operands(a, b))
+    reflected = not isinstance(a, Tensor)  # `2 - x` is PyTorch's rsub
+    return apply(named(SUB, "RsubBackward1") if reflected else SUB, *operands(a, b))
 
 
 def mul(a: Any, b: Any) -> Tensor:
@@ -507,6 +536,8 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
         x, y = operands(a, b)
         fn = np.floor_divide if rounding_mode == "floor" else (lambda p, q: np.trunc(p / q))
         return Tensor(np.asarray(fn(x.arr, y.arr)).astype(x.arr.dtype))
+    if not isinstance(a, Tensor) and isinstance(b, Tensor) and b.requires_grad and tape.STATE.semantics == "torch":
+        return mul(reciprocal(b), a)  # PyTorch's `2 / x`: Mul of a Reciprocal
     return apply(DIV, *_float_operands(a, b))
 
 
@@ -514,6 +545,9 @@ def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     if isinstance(a, Tensor) and not isinstance(b, Tensor):
         dt = dtypes.promote([_priority(a), _priority(b)])
         return apply(POW_SCALAR, cast(a, dt), exponent=b)
+    if not isinstance(a, Tensor):  # a scalar base: PowBackward2 saves the exponent and the result
+        _, e = operands(a, b)
+        return apply(POW_BASE, e, base=float(a))
     return apply(POW, *operands(a, b))
 
 
@@ -529,10 +563,10 @@ def minimum(a: Any, b: Any) -> Tensor:
     return apply(MINIMUM, *operands(a, b))
 
 
-def where(cond: Any, a: Any, b: Any) -> Tensor:
+def where(cond: Any, a: Any, b: Any, node: str = "") -> Tensor:
     c = cond if isinstance(cond, Tensor) else const(cond)
     x, y = operands(a, b)
-    return apply(WHERE, const(c.arr.astype(bool)), x, y)
+    return apply(named(WHERE, node) if node else WHERE, const(c.arr.astype(bool)), x, y)
 
 
 def _float(a: Tensor) -> Tensor:
@@ -603,21 +637,23 @@ def erf(a: Tensor) -> Tensor:
     return apply(ERF, _float(a))
 
 
-def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+def clamp(a: Tensor, min: Any = None, max: Any = None, node: str = "") -> Tensor:  # noqa: A002
+    """`clamp`; `node` names the spelling's node (`clamp_min` is `ClampMinBackward0`)."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = a
         if min is not None:
-            out = maximum(out, min)
+            out = apply(named(MAXIMUM, "ClampBackward0"), *operands(out, min))
         if max is not None:
-            out = minimum(out, max)
+            out = apply(named(MINIMUM, "ClampBackward0"), *operands(out, max))
         return out
-    return apply(CLAMP, a, lo=min, hi=max)
+    return apply(named(CLAMP, node) if node else CLAMP, a, lo=min, hi=max)
 
 
 def sum(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:  # noqa: A001
     if dtype is not None:
         a = cast(a, dtypes.as_np(dtype))
-    return apply(SUM, a, dims=norm_dims(dim, a.arr.ndim), keepdim=keepdim)
+    dims = norm_dims(dim, a.arr.ndim)
+    return apply(SUM if dims is None else named(SUM, "SumBackward1"), a, dims=dims, keepdim=keepdim)
 
 
 def mean(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -626,7 +662,8 @@ def mean(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -
     if a.arr.dtype.kind != "f":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {dtypes.from_np(a.arr.dtype).name.capitalize()}")
-    return apply(MEAN, a, dims=norm_dims(dim, a.arr.ndim), keepdim=keepdim)
+    dims = norm_dims(dim, a.arr.ndim)
+    return apply(MEAN if dims is None else named(MEAN, "MeanBackward1"), a, dims=dims, keepdim=keepdim)
 
 
 def var(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
@@ -691,11 +728,33 @@ def gather(a: Tensor, dim: int, idx: Any) -> Tensor:
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     x, y = operands(a, b)
-    return apply(MATMUL, x, y)
+    if x.arr.ndim > 2 and y.arr.ndim == 2 and tape.STATE.semantics == "torch":  # PyTorch folds the batch
+        flat = matmul(reshape(x, (-1, x.arr.shape[-1])), y)
+        return reshape(flat, x.arr.shape[:-1] + y.arr.shape[-1:], "UnsafeViewBackward0")
+    return apply(named(MATMUL, _matmul_node(x.arr.ndim, y.arr.ndim)), x, y)
+
+
+def _matmul_node(nx: int, ny: int) -> str:
+    """PyTorch's node for the one-node products (batched broadcasts build more there)."""
+    return {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}.get((nx, ny), "MmBackward0")
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
-    return apply(LINEAR, x, w, b) if b is not None else apply(LINEAR, x, w)
+    """PyTorch's graph for `F.linear`: `TBackward0` of the weight into `Addmm` (`Mm` without
+    bias), the input flattened to 2-D by views and the result viewed back. burn's tape
+    (strict) records one node, its ids count that."""
+    if tape.STATE.semantics == "strict":
+        return apply(LINEAR, x, w, b) if b is not None else apply(LINEAR, x, w)
+    wt = transpose(w, 0, 1, "TBackward0")
+    if x.arr.ndim == 2:
+        return apply(ADDMM, b, x, wt) if b is not None else matmul(x, wt)
+    lead, n = x.arr.shape[:-1], w.arr.shape[0]
+    if b is not None:
+        out = apply(ADDMM, b, reshape(x, (-1, x.arr.shape[-1])), wt)
+        return reshape(out, lead + (n,))
+    if x.arr.ndim == 1:
+        return reshape(matmul(unsqueeze(x, 0), wt), (n,), "SqueezeBackward4")
+    return reshape(matmul(reshape(x, (-1, x.arr.shape[-1])), wt), lead + (n,), "UnsafeViewBackward0")
 
 
 def _root(a: Tensor) -> Tensor:
@@ -703,9 +762,10 @@ def _root(a: Tensor) -> Tensor:
     return a._base if a._base is not None else a
 
 
-def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
+def reshape(a: Tensor, shape: Sequence[int], node: str = "") -> Tensor:
+    """A view of another shape; `node` names the spelling's node (`UnsqueezeBackward0`)."""
     shape = tuple(int(s) for s in shape)
-    out = apply(RESHAPE, a, shape=shape)
+    out = apply(named(RESHAPE, node) if node else RESHAPE, a, shape=shape)
     out._base = _root(a)
     out._counter = a._counter
     return out
@@ -713,12 +773,12 @@ def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
 
 def unsqueeze(a: Tensor, dim: int) -> Tensor:
     d = dim % (a.arr.ndim + 1)
-    return reshape(a, a.arr.shape[:d] + (1,) + a.arr.shape[d:])
+    return reshape(a, a.arr.shape[:d] + (1,) + a.arr.shape[d:], "UnsqueezeBackward0")
 
 
-def transpose(a: Tensor, d0: int, d1: int) -> Tensor:
+def transpose(a: Tensor, d0: int, d1: int, node: str = "") -> Tensor:
     nd = max(a.arr.ndim, 1)
-    out = apply(TRANSPOSE, a, d0=d0 % nd, d1=d1 % nd)
+    out = apply(named(TRANSPOSE, node) if node else TRANSPOSE, a, d0=d0 % nd, d1=d1 % nd)
     out._base, out._counter = _root(a), a._counter
     return out
 
@@ -739,13 +799,24 @@ def roll(a: Tensor, shifts: Any, dims: Any) -> Tensor:
     return apply(ROLL, a, shifts=shifts, dims=dims)
 
 
-def index(a: Tensor, key: Any) -> Tensor:
+def index(a: Tensor, key: Any, node: str = "") -> Tensor:
     """`a[key]`: basic keys are views (nothing saved), advanced keys save their indices."""
     if is_basic_key(key):
-        out = apply(INDEX, a, key=key)
+        out = apply(named(INDEX, node or _view_node(key)), a, key=key)
         out._base, out._counter = _root(a), a._counter
         return out
-    return apply(INDEX_SAVING, a, key=key)
+    return apply(named(INDEX_SAVING, node) if node else INDEX_SAVING, a, key=key)
+
+
+def _view_node(key: Any) -> str:
+    """PyTorch's node for a basic index: integers select, slices slice, None unsqueezes
+    (a key mixing them builds a chain there; one Index node stands for it here)."""
+    parts = [p for p in (key if isinstance(key, tuple) else (key,))
+             if p is not Ellipsis and p != slice(None)]
+    kinds = {"Select" if isinstance(p, (int, np.integer)) else "Slice" if isinstance(p, slice)
+             else "Unsqueeze" for p in parts}
+    single = len(kinds) == 1 and (len(parts) == 1 or "Unsqueeze" not in kinds)
+    return f"{kinds.pop()}Backward0" if single else "IndexBackward0"
 
 
 def embedding(weight: Tensor, rows: np.ndarray, padding_idx: int | None = None) -> Tensor:
@@ -769,8 +840,11 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """PyTorch's one Stack node; burn's tape (strict) stacks as unsqueeze + cat."""
     nd = tensors[0].arr.ndim + 1
-    return cat([unsqueeze(t, dim % nd) for t in tensors], dim % nd)
+    if tape.STATE.semantics == "strict":
+        return cat([unsqueeze(t, dim % nd) for t in tensors], dim % nd)
+    return apply(STACK, *operands(*tensors), dim=dim % nd)
 
 
 def clone(a: Tensor) -> Tensor:

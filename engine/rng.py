@@ -9,9 +9,17 @@ PyTorch's CPU kernels do (measured against torch 2.13):
 * integers in [low, high) are a 32-bit draw modulo the range; randperm is a
   forward Fisher-Yates shuffle with 32-bit draws.
 
-Samplers PyTorch runs through other libraries (bernoulli and dropout masks via
-MKL, multinomial, beta) draw from a numpy Generator seeded alongside: their
-values are reproducible here, not PyTorch's.
+* Bernoulli draws compare one uniform per element with p: a scalar p (dropout
+  masks, `bernoulli_(p)`) takes 53-bit doubles, a tensor of probabilities
+  (`torch.bernoulli`, `distributions.Bernoulli`) uniforms of its own dtype. That
+  is PyTorch's default CPU kernel; built with MKL and run on an Intel CPU it
+  draws scalar-p masks through MKL instead, which is not reproduced.
+
+* multinomial (and so `Categorical.sample`): see `TorchGenerator.multinomial`.
+
+Samplers PyTorch runs through other code paths (beta, through gamma) draw from
+a numpy Generator seeded alongside: their values are reproducible here, not
+PyTorch's.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
 
@@ -43,12 +52,12 @@ class TorchGenerator:
         r = self._raw(2 * n)
         return ((r[0::2] << np.uint64(32) | r[1::2]) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
 
-    def uniform(self, low: float, high: float, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    def uniform(self, low: float, high: float, shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
         n = int(np.prod(shape))
         u = self._u53(n) if np.dtype(dtype) == np.float64 else self._u24(n)
         return (u * (high - low) + low).astype(dtype).reshape(shape)
 
-    def normal(self, mean: float, std: float, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    def normal(self, mean: float, std: float, shape: tuple, dtype: npt.DTypeLike) -> np.ndarray:
         n = int(np.prod(shape))
         if n >= 16 and np.dtype(dtype) == np.float32:
             return self._normal_filled(n, mean, std).reshape(shape)
@@ -73,6 +82,31 @@ class TorchGenerator:
         if n % 16:
             out[n - 16:] = _box_muller16(self._u24(16).astype(np.float32).reshape(1, 16), mean, std).ravel()
         return out
+
+    def bernoulli_scalar(self, p: float, shape: tuple) -> np.ndarray:
+        """True with probability p, one 53-bit uniform per element."""
+        return (self._u53(int(np.prod(shape))) < p).reshape(shape)
+
+    def bernoulli(self, probs: np.ndarray) -> np.ndarray:
+        """True where a uniform of the probabilities' own dtype falls below them."""
+        n = probs.size
+        u = self._u53(n) if probs.dtype == np.float64 else self._u24(n)
+        return (u.reshape(probs.shape) < probs)
+
+    def multinomial(self, probs: np.ndarray, n: int, replacement: bool = True) -> np.ndarray:
+        """`n` draws from each row of `probs`. One draw, or draws without replacement:
+        PyTorch's exponential trick (the largest p / q, q = -log1p(-u) per entry, 53-bit u).
+        Several with replacement: a 53-bit uniform per draw, row by row, searched in the
+        row's normalised cumulative sum (in float64)."""
+        if n == 1 or not replacement:
+            q = (-np.log1p(-self._u53(probs.size))).astype(probs.dtype).reshape(probs.shape)
+            keys = probs / q
+            return np.argsort(-keys, axis=-1, kind="stable")[:, :n].astype(np.int64)
+        cdf = np.cumsum(probs.astype(np.float64), -1)
+        cdf /= cdf[:, -1:]
+        u = self._u53(probs.shape[0] * n).reshape(probs.shape[0], n)
+        rows = [np.searchsorted(c, row, side="right") for c, row in zip(cdf, u)]
+        return np.minimum(np.asarray(rows, np.int64).reshape(probs.shape[0], n), probs.shape[1] - 1)
 
     def integers(self, low: int, high: int, shape: tuple) -> np.ndarray:
         span = high - low

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 
 USER_FILE: str | None = None
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -20,7 +21,7 @@ def set_user_file(path: str | None) -> None:
 
 def user_line() -> int | None:
     """Line number of the innermost frame that belongs to the user's program."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     target = USER_FILE
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -33,8 +34,8 @@ def user_line() -> int | None:
 def user_lines(limit: int = 8) -> tuple[int, ...]:
     """Lines of the user's frames on the stack, innermost first (a node made inside a
     helper also names the line that called the helper)."""
-    frame = sys._getframe(1)
-    target, lines = USER_FILE, []
+    frame: FrameType | None = sys._getframe(1)
+    target, lines = USER_FILE, list[int]()
     while frame is not None and len(lines) < limit:
         filename = frame.f_code.co_filename
         if filename == target if target else not filename.startswith(_ENGINE_DIR):

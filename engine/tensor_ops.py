@@ -38,7 +38,7 @@ def _parse(equation: str, ndims: Sequence[int]) -> tuple[list[str], str]:
 
 def _einsum_bwd(c: Any, g: Tensor) -> tuple:
     terms, out = c.attrs["terms"], c.attrs["out"]
-    grads = []
+    grads: list[Tensor | None] = []
     for i, need in enumerate(c.needs):
         if not need:
             grads.append(None)
@@ -101,7 +101,7 @@ def cumprod(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def _along(idx: np.ndarray, dim: int) -> tuple:
-    grids = list(np.indices(idx.shape, sparse=True))
+    grids: list[np.ndarray] = list(np.indices(idx.shape, sparse=True))
     grids[dim] = idx
     return tuple(grids)
 
@@ -127,7 +127,7 @@ def scatter_add(a: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _index_add_fwd(a: np.ndarray, src: np.ndarray, dim: int, idx: np.ndarray, alpha: float) -> tuple:
     out = a.copy()
-    key = (slice(None),) * dim + (idx,)
+    key: tuple[Any, ...] = (slice(None),) * dim + (idx,)
     np.add.at(out, key, src * a.dtype.type(alpha))
     return out, {"index": idx}
 
@@ -170,7 +170,7 @@ def _unfold_np_bwd(g: np.ndarray, shape: tuple, dim: int, size: int, step: int) 
 UNFOLD = Op("Unfold", _unfold_fwd,
             lambda c, g: (apply(UNFOLD_BACKWARD, g, shape=c.shapes[0], dim=c.attrs["dim"],
                                 size=c.attrs["size"], step=c.attrs["step"]),))
-UNFOLD_BACKWARD = Op("UnfoldBackward", _unfold_np_bwd,
+UNFOLD_BACKWARD: Op = Op("UnfoldBackward", _unfold_np_bwd,
                      lambda c, g: (apply(UNFOLD, g, dim=c.attrs["dim"], size=c.attrs["size"],
                                          step=c.attrs["step"]),))
 
@@ -199,7 +199,8 @@ def _digamma_np(x: np.ndarray) -> np.ndarray:
     y, terms = _shift_up(x, 1)
     inv = 1.0 / y
     inv2 = inv * inv
-    series = np.log(y) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    tail = 1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))
+    series = np.log(y) - 0.5 * inv - inv2 * (1 / 12 - inv2 * tail)
     return series - terms
 
 
@@ -242,7 +243,7 @@ def _triangle_mask(shape: tuple, diagonal: int, lower: bool) -> np.ndarray:
     return np.tril(ones, diagonal) if lower else np.triu(ones, diagonal)
 
 
-TRIANGLE = Op("Tril", lambda a, diagonal, lower: np.where(_triangle_mask(a.shape, diagonal, lower), a,
+TRIANGLE: Op = Op("Tril", lambda a, diagonal, lower: np.where(_triangle_mask(a.shape, diagonal, lower), a,
                                                         np.zeros((), a.dtype)),
               lambda c, g: (apply(TRIANGLE, g, diagonal=c.attrs["diagonal"], lower=c.attrs["lower"]),))
 

@@ -55,8 +55,7 @@ def confirm_file(
                            reach_lines=reach)
 
     report = run("engine" if backend == "auto" else backend)
-    if backend == "auto" and report.status == "unsupported" and semantics is Semantics.TORCH \
-            and importlib.util.find_spec("torch") is not None:
+    if backend == "auto" and report.status == "unsupported" and importlib.util.find_spec("torch") is not None:
         fallback = run("torch")
         report = replace(fallback, detail=f"{fallback.detail + '; ' if fallback.detail else ''}"
                                           f"engine: {report.error or report.detail}")

@@ -62,7 +62,7 @@ def _dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype | None:
     return dtypes.as_np(dtype) if dtype is not None else default
 
 
-def _make(arr: np.ndarray, requires_grad: Any = False, device: Any = None) -> Tensor:
+def _make(arr: np.ndarray, requires_grad: Any = False, device: Any = None) -> _Tensor:
     if device is not None:
         methods.device(device)
     return _Tensor(arr, requires_grad=requires_grad)
@@ -78,7 +78,7 @@ def _plain(data: Any) -> Any:
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
-           pin_memory: Any = False) -> Tensor:
+           pin_memory: Any = False) -> _Tensor:
     if isinstance(data, _Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
@@ -90,20 +90,20 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: Any 
     return _make(arr, requires_grad, device)
 
 
-def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> _Tensor:
     if isinstance(data, _Tensor) and dtype is None:
         return data
     return tensor(data, dtype=dtype)
 
 
-def from_numpy(arr: np.ndarray) -> Tensor:
+def from_numpy(arr: np.ndarray) -> _Tensor:
     return _Tensor(arr)
 
 
 def _creator(fill: Any) -> Any:
     def create(*size: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False,
                out: Any = None, generator: Any = None, layout: Any = None, pin_memory: Any = False,
-               names: Any = None) -> Tensor:
+               names: Any = None) -> _Tensor:
         only_defaults("torch tensor creation", out=out, generator=generator, names=names)
         shape = methods._shape_args(size)
         return _make(fill(shape, _dtype(dtype, dtypes.DEFAULT_FLOAT.np)), requires_grad, device)
@@ -115,16 +115,27 @@ ones = _creator(lambda s, dt: np.ones(s, dt))
 empty = zeros
 randn = _creator(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
 rand = _creator(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
+bernoulli = methods.bernoulli
 
 
-def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
-         requires_grad: Any = False) -> Tensor:
+def multinomial(input: _Tensor, num_samples: builtins.int, replacement: builtins.bool = False, *,  # noqa: A002
+                generator: Any = None) -> _Tensor:
+    only_defaults("torch.multinomial", generator=generator)
+    p = input.arr.reshape(-1, input.arr.shape[-1])
+    if not replacement and num_samples > p.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    draws = rng.generator().multinomial(p, num_samples, replacement)
+    return _Tensor(draws.reshape(input.arr.shape[:-1] + (num_samples,)))
+
+
+def full(size: Sequence[builtins.int], fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: Any = False) -> _Tensor:
     default = dtypes.infer(fill_value)
     return _make(np.full(tuple(size), fill_value, _dtype(dtype, default)), requires_grad, device)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
-           requires_grad: Any = False) -> Tensor:
+           requires_grad: Any = False) -> _Tensor:
     if end is None:
         start, end = 0, start
     default = dtypes.infer([start, end, step])
@@ -132,32 +143,33 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
 
 
 def linspace(start: Any, end: Any, steps: Any, dtype: Any = None, device: Any = None,
-             requires_grad: Any = False) -> Tensor:
+             requires_grad: Any = False) -> _Tensor:
     return _make(np.linspace(start, end, steps).astype(_dtype(dtype, dtypes.DEFAULT_FLOAT.np)),
                  requires_grad, device)
 
 
 def eye(n: Any, m: Any = None, dtype: Any = None, device: Any = None,
-        requires_grad: Any = False) -> Tensor:
+        requires_grad: Any = False) -> _Tensor:
     return _make(np.eye(n, m, dtype=_dtype(dtype, dtypes.DEFAULT_FLOAT.np)), requires_grad, device)
 
 
 def randint(low: Any, high: Any = None, size: Any = None, dtype: Any = None, device: Any = None,
-            requires_grad: Any = False) -> Tensor:
+            requires_grad: Any = False) -> _Tensor:
     if size is None:
         low, high, size = 0, low, high
-    arr = rng.generator().integers(builtins.int(low), builtins.int(high), tuple(size)).astype(_dtype(dtype, np.dtype(np.int64)))
+    draws = rng.generator().integers(builtins.int(low), builtins.int(high), tuple(size))
+    arr = draws.astype(_dtype(dtype, np.dtype(np.int64)))
     return _make(arr, requires_grad, device)
 
 
-def randperm(n: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
+def randperm(n: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> _Tensor:
     return _make(rng.generator().permutation(builtins.int(n)).astype(_dtype(dtype, np.dtype(np.int64))),
                  requires_grad, device)
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, out: Any = None,
            dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = False,
-           requires_grad: Any = False) -> Tensor:
+           requires_grad: Any = False) -> _Tensor:
     only_defaults("torch.normal", generator=generator, out=out)
     tensors = [a for a in (mean, std) if isinstance(a, _Tensor)]
     if tensors and (requires_grad or size is not None):
@@ -167,14 +179,14 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     m = mean.arr if isinstance(mean, _Tensor) else mean
     s = std.arr if isinstance(std, _Tensor) else std
     shape = tuple(size) if size is not None else np.broadcast(m, s).shape
-    dt = _dtype(dtype, dtypes.DEFAULT_FLOAT.np)
+    dt = dtypes.DEFAULT_FLOAT.np if dtype is None else dtypes.as_np(dtype)
     arr = (rng.generator().normal(0.0, 1.0, shape, dt) * s + m).astype(dt)
     return _make(arr, requires_grad, device)
 
 
 def _like(fill: Any) -> Any:
-    def create(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: Any = False,
-               layout: Any = None, memory_format: Any = None, generator: Any = None) -> Tensor:
+    def create(t: _Tensor, dtype: Any = None, device: Any = None, requires_grad: Any = False,
+               layout: Any = None, memory_format: Any = None, generator: Any = None) -> _Tensor:
         only_defaults("torch.*_like", generator=generator)
         dt = _dtype(dtype, t.arr.dtype)
         return _make(np.asarray(fill(t.arr.shape, dt)), requires_grad, device)
@@ -188,8 +200,8 @@ randn_like = _like(lambda s, dt: rng.generator().normal(0.0, 1.0, s, dt))
 rand_like = _like(lambda s, dt: rng.generator().uniform(0.0, 1.0, s, dt))
 
 
-def full_like(t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
-              requires_grad: Any = False) -> Tensor:
+def full_like(t: _Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+              requires_grad: Any = False) -> _Tensor:
     return _make(np.full(t.arr.shape, fill_value, _dtype(dtype, t.arr.dtype)), requires_grad, device)
 
 
@@ -210,11 +222,11 @@ def is_tensor(x: Any) -> Any:
     return isinstance(x, _Tensor)
 
 
-def is_floating_point(x: Tensor) -> Any:
+def is_floating_point(x: _Tensor) -> Any:
     return x.arr.dtype.kind == "f"
 
 
-def numel(x: Tensor) -> Any:
+def numel(x: _Tensor) -> Any:
     return x.arr.size
 
 
@@ -256,7 +268,7 @@ lgamma, digamma, tril, triu = tensor_ops.lgamma, tensor_ops.digamma, tensor_ops.
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
 
-def diag_embed(x: _Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> _Tensor:
+def diag_embed(x: _Tensor, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> _Tensor:
     if (offset, dim1, dim2) != (0, -2, -1):
         raise NotSupportedByEngine("torch.diag_embed with offset or dims")
     k = x.arr.shape[-1]
@@ -264,7 +276,7 @@ def diag_embed(x: _Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> _
     return ops.index_put(base, (Ellipsis, np.arange(k), np.arange(k)), x)
 
 
-def diag(x: _Tensor, diagonal: int = 0) -> _Tensor:
+def diag(x: _Tensor, diagonal: builtins.int = 0) -> _Tensor:
     if diagonal:
         raise NotSupportedByEngine("torch.diag with an offset")
     if x.arr.ndim == 1:
@@ -273,11 +285,11 @@ def diag(x: _Tensor, diagonal: int = 0) -> _Tensor:
     return ops.index(x, (np.arange(k), np.arange(k)))
 
 
-def allclose(a: Tensor, b: Tensor, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
+def allclose(a: _Tensor, b: _Tensor, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
     return np.allclose(a.arr, b.arr, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-def broadcast_tensors(*ts: Tensor) -> tuple[Tensor, ...]:
+def broadcast_tensors(*ts: _Tensor) -> tuple[_Tensor, ...]:
     shape = np.broadcast_shapes(*(t.arr.shape for t in ts))
     return tuple(ops.expand(t, shape) for t in ts)
 
@@ -298,11 +310,12 @@ def __getattr__(name: str) -> Any:
 SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd.graph": "graph",
               "cuda": "cuda",
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
-              "nn.utils": "nn.utils", "optim": "optim", "optim.lr_scheduler": "lr_scheduler",
+              "nn.utils": "nn.utils", "nn.utils.rnn": "nn.packing", "optim": "optim",
+              "optim.lr_scheduler": "lr_scheduler",
               "utils": "utils", "utils.data": "data", "distributions": "distributions",
               **{f"distributions.{m}": "distributions" for m in
                  ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
-                  "one_hot_categorical")}}
+                  "one_hot_categorical", "uniform", "independent")}}
 
 
 class _Unsupported(MetaPathFinder):
@@ -324,7 +337,7 @@ def install() -> None:
     for name, sub in SUBMODULES.items():
         mod = sys.modules["torch." + name] = sys.modules[f"{__name__}.{sub}"]
         if not hasattr(mod, "__path__"):  # a package to the import system, so that an unknown
-            mod.__path__ = []  # type: ignore[attr-defined]  # torch.X.Y reaches _Unsupported
+            mod.__path__ = []  # torch.X.Y reaches _Unsupported
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
 

@@ -87,6 +87,20 @@ class Distribution:
         raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.rsample")
 
     @property
+    def mean(self) -> Tensor:
+        raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.mean")
+
+    @property
+    def variance(self) -> Tensor:
+        raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.variance")
+
+    def log_prob(self, value: Any) -> Tensor:
+        raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.log_prob")
+
+    def entropy(self) -> Tensor:
+        raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}.entropy")
+
+    @property
     def stddev(self) -> Tensor:
         return ops.sqrt(self.variance)
 
@@ -177,11 +191,9 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = _shape(sample_shape)
-        p = self.probs.arr.reshape(-1, self._num_events).astype(np.float64)
-        cdf = np.cumsum(p / p.sum(-1, keepdims=True), -1)
-        u = rng.other().random((int(np.prod(shape)) if shape else 1, p.shape[0]))
-        draws = (u[..., None] > cdf[None]).sum(-1).clip(max=self._num_events - 1)
-        return Tensor(draws.reshape(shape + self._batch_shape).astype(np.int64))
+        p = self.probs.arr.reshape(-1, self._num_events)
+        draws = rng.generator().multinomial(p, int(np.prod(shape)) if shape else 1).T  # PyTorch's layout
+        return Tensor(np.ascontiguousarray(draws).reshape(shape + self._batch_shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         v = ops.unsqueeze(ops.cast(value, np.dtype(np.int64)), -1)
@@ -235,7 +247,7 @@ class Bernoulli(Distribution):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
         p = np.broadcast_to(self.probs.arr, shape)
-        return Tensor((rng.other().random(shape) < p).astype(self.probs.arr.dtype))
+        return Tensor(rng.generator().bernoulli(p).astype(self.probs.arr.dtype))
 
     def log_prob(self, value: Any) -> Tensor:
         logits, value = _broadcast_all(self.logits, value)
@@ -318,6 +330,75 @@ class Beta(Distribution):
         a, b = self.concentration1, self.concentration0
         dg = tensor_ops.digamma
         return self._log_beta() - (a - 1) * dg(a) - (b - 1) * dg(b) + (a + b - 2) * dg(a + b)
+
+
+class Uniform(Distribution):
+    has_rsample = True
+
+    def __init__(self, low: Any, high: Any, validate_args: Any = None) -> None:
+        self.low, self.high = _broadcast_all(low, high)
+        super().__init__(self.low.arr.shape)
+
+    @property
+    def mean(self) -> Tensor:
+        return (self.high + self.low) / 2
+
+    @property
+    def variance(self) -> Tensor:
+        return (self.high - self.low) ** 2 / 12
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        u = ops.const(rng.generator().uniform(0.0, 1.0, self._extended(sample_shape), self.low.arr.dtype))
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value: Any) -> Tensor:
+        v = value.arr if isinstance(value, Tensor) else np.asarray(value)
+        inside = ((self.low.arr <= v) & (self.high.arr > v)).astype(self.low.arr.dtype)
+        with np.errstate(divide="ignore"):
+            return ops.const(np.log(inside)) - ops.log(self.high - self.low)
+
+    def entropy(self) -> Tensor:
+        return ops.log(self.high - self.low)
+
+
+class Independent(Distribution):
+    """`base` with its rightmost `reinterpreted_batch_ndims` batch dims read as event dims:
+    log_prob and entropy sum over them (the diagonal Gaussian policy of SAC and PPO code)."""
+
+    def __init__(self, base_distribution: Distribution, reinterpreted_batch_ndims: int,
+                 validate_args: Any = None) -> None:
+        self.base_dist, self.reinterpreted_batch_ndims = base_distribution, reinterpreted_batch_ndims
+        shape = base_distribution._batch_shape + base_distribution._event_shape
+        cut = len(base_distribution._batch_shape) - reinterpreted_batch_ndims
+        if cut < 0:
+            raise ValueError(f"Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), "
+                             f"actual {reinterpreted_batch_ndims} vs {len(base_distribution._batch_shape)}")
+        self.has_rsample = base_distribution.has_rsample
+        super().__init__(shape[:cut], shape[cut:])
+
+    def _summed(self, t: Tensor) -> Tensor:
+        n = self.reinterpreted_batch_ndims
+        return ops.sum(t, tuple(range(-n, 0))) if n else t
+
+    @property
+    def mean(self) -> Tensor:
+        return self.base_dist.mean
+
+    @property
+    def variance(self) -> Tensor:
+        return self.base_dist.variance
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        return self.base_dist.sample(sample_shape)
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        return self.base_dist.rsample(sample_shape)
+
+    def log_prob(self, value: Any) -> Tensor:
+        return self._summed(self.base_dist.log_prob(value))
+
+    def entropy(self) -> Tensor:
+        return self._summed(self.base_dist.entropy())
 
 
 def kl_divergence(p: Distribution, q: Distribution) -> Tensor:

@@ -14,6 +14,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
+from .. import ops
 from ..errors import NotSupportedByEngine
 from ..tape import STATE, Ctx, Op, Tensor, record
 
@@ -25,7 +28,7 @@ class FunctionCtx:
         self.needs_input_grad = needs
         self.to_save: tuple = ()
         self.materialize_grads = True
-        self._saved: list[Tensor] | None = None
+        self._saved: list[Tensor | None] | None = None
         self._freed: Callable[[], Exception] | None = None
 
     def save_for_backward(self, *tensors: Any) -> None:
@@ -51,7 +54,8 @@ class FunctionCtx:
 
 def _slots(ctx: FunctionCtx, inputs: list[Tensor], out: Tensor) -> tuple[tuple, dict]:
     """Each saved tensor as an input position, the output, or an extra array."""
-    slots, extras = [], {}
+    slots: list[int | str | None] = []
+    extras: dict[str, np.ndarray] = {}
     for i, t in enumerate(ctx.to_save):
         if t is None:
             slots.append(None)
@@ -87,29 +91,63 @@ class Function:
             out = cls.forward(ctx, *args, **kwargs)
         finally:
             STATE.grad_enabled = prev
+        if isinstance(out, tuple):
+            return _several(cls, ctx, args, positions, inputs, out)
         if not isinstance(out, Tensor):
-            if any(ctx.needs_input_grad) and STATE.grad_enabled:
-                raise NotSupportedByEngine("torch.autograd.Function with several outputs")
             return out
         if any(out is x for x in inputs):  # returning an input unchanged: PyTorch makes a view
             out = Tensor(out.arr, counter=out._counter)
         slots, extras = _slots(ctx, inputs, out)
         op = Op(cls.__name__, _unused_forward, _backward_of(cls, ctx, slots, positions, len(args)),
-                tuple(s for s in slots if s is not None), lazy_saved=True)
+                tuple(s for s in slots if s is not None), lazy_saved=True, node=f"{cls.__name__}Backward")
         return record(op, inputs, out, extras, {})
+
+
+def _several(cls: type[Any], ctx: FunctionCtx, args: tuple, positions: list[int], inputs: list[Tensor],
+             outs: tuple) -> tuple:
+    """A Function returning several tensors: one node records them all, flattened into one
+    array; each output is a view of its part. The backward hands the user's backward one
+    gradient per output (zeros for an output no loss used, as PyTorch materializes them);
+    integer outputs are not differentiable and come back as they are."""
+    floats = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.arr.dtype.kind == "f"]
+    if not floats or not (STATE.grad_enabled and any(t.requires_grad for t in inputs)):
+        return outs
+    dtype = outs[floats[0]].arr.dtype
+    if any(outs[i].arr.dtype != dtype for i in floats):
+        raise NotSupportedByEngine("torch.autograd.Function with outputs of different float dtypes")
+    parts = [outs[i] for i in floats]
+    bounds = np.cumsum([0] + [p.arr.size for p in parts])
+    packed = Tensor(np.concatenate([p.arr.ravel() for p in parts]))
+    slots, extras = _slots(ctx, inputs, packed)
+    user_backward = _backward_of(cls, ctx, slots, positions, len(args))
+
+    def backward(c: Ctx, g: Tensor) -> tuple:
+        grads = [ops.reshape(ops.index(g, (slice(int(a), int(b)),)), p.arr.shape)
+                 for a, b, p in zip(bounds[:-1], bounds[1:], parts)]
+        full: list[Tensor | None] = [None] * len(outs)
+        for i, gi in zip(floats, grads):
+            full[i] = gi
+        return user_backward(c, *full)
+
+    op = Op(cls.__name__, _unused_forward, backward, tuple(s for s in slots if s is not None), lazy_saved=True,
+            node=f"{cls.__name__}Backward")
+    record(op, inputs, packed, extras, {})
+    views = iter(ops.reshape(ops.index(packed, (slice(int(a), int(b)),)), p.arr.shape)
+                 for a, b, p in zip(bounds[:-1], bounds[1:], parts))
+    return tuple(next(views) if i in floats else o for i, o in enumerate(outs))
 
 
 def _unused_forward(*arrays: Any) -> Any:
     raise AssertionError("a custom Function's node is recorded after its forward ran")
 
 
-def _backward_of(cls: type, ctx: FunctionCtx, slots: tuple, positions: list[int],
-                 nargs: int) -> Callable[[Ctx, Tensor], tuple]:
-    def backward(c: Ctx, g: Tensor) -> tuple:
+def _backward_of(cls: type[Any], ctx: FunctionCtx, slots: tuple, positions: list[int],
+                 nargs: int) -> Callable[..., tuple]:
+    def backward(c: Ctx, *g: Tensor | None) -> tuple:
         ctx._freed = c.freed
         ctx._saved = None if c.freed else [None if s is None else c.saved[s] for s in slots]
         try:
-            grads = cls.backward(ctx, g)
+            grads = cls.backward(ctx, *g)
         finally:
             ctx._saved, ctx._freed = None, None
         grads = grads if isinstance(grads, tuple) else (grads,)

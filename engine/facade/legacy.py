@@ -27,7 +27,7 @@ class _TensorType(type):
     def __subclasscheck__(cls, sub: type) -> bool:
         return issubclass(sub, _Tensor)
 
-    def __call__(cls, *args: Any, device: Any = None) -> _Tensor:  # type: ignore[override]
+    def __call__(cls, *args: Any, device: Any = None) -> _Tensor:
         return legacy_new(cls.dtype or dtypes.DEFAULT_FLOAT, args, device)
 
     def __getattr__(cls, name: str) -> Any:

@@ -1,4 +1,4 @@
-"""`torch.optim`: SGD, Adam and AdamW, updating parameters in place.
+"""`torch.optim`: SGD, Adam, AdamW, RMSprop, Adagrad and L-BFGS, updating parameters in place.
 
 Each update bumps the parameter's version counter, exactly what turns a graph
 kept across `optimizer.step()` into PyTorch's in-place error.
@@ -177,6 +177,105 @@ class Adagrad(Optimizer):
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
         state["sum"] = state["sum"] + g * g
         p.arr -= np.asarray(clr * g / (np.sqrt(state["sum"]) + group["eps"]), dtype=p.arr.dtype)
+
+
+class LBFGS(Optimizer):
+    """PyTorch's L-BFGS (one parameter group, no line search): each `step(closure)` runs
+    up to `max_iter` iterations of the two-loop recursion over the flattened
+    gradient, re-evaluating the closure (with grad enabled) after each update."""
+
+    def __init__(self, params: Any, lr: float = 1, max_iter: int = 20, max_eval: int | None = None,
+                 tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
+                 line_search_fn: str | None = None) -> None:
+        only_defaults("torch.optim.LBFGS", line_search_fn=line_search_fn)
+        super().__init__(params, dict(lr=lr, max_iter=max_iter, max_eval=max_eval or max_iter * 5 // 4,
+                                      tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
+                                      history_size=history_size))
+        if len(self.param_groups) != 1:
+            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+        self._params: list[Tensor] = self.param_groups[0]["params"]
+
+    def _flat_grad(self) -> np.ndarray:
+        return np.concatenate([(p._grad.arr if p._grad is not None else np.zeros_like(p.arr)).ravel()
+                               for p in self._params])
+
+    def _add(self, t: float, d: np.ndarray) -> None:
+        offset = 0
+        for p in self._params:
+            n = p.arr.size
+            p.arr += np.asarray(t * d[offset:offset + n].reshape(p.arr.shape), dtype=p.arr.dtype)
+            p._bump()
+            offset += n
+
+    def _evaluate(self, closure: Callable[[], Any]) -> Any:
+        from .grad_mode import enable_grad
+
+        with enable_grad():
+            return closure()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        if closure is None:
+            raise RuntimeError("LBFGS requires a closure")
+        group = self.param_groups[0]
+        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        tol_grad, tol_change, history = group["tolerance_grad"], group["tolerance_change"], group["history_size"]
+        state = self.state.setdefault(id(self._params[0]), {"func_evals": 0, "n_iter": 0})
+        orig_loss = self._evaluate(closure)
+        loss, evals = _value(orig_loss), 1
+        state["func_evals"] += 1
+        flat_grad = self._flat_grad()
+        if np.abs(flat_grad).max() <= tol_grad:
+            return orig_loss
+        d: np.ndarray = state.get("d", flat_grad)
+        t: float = state.get("t", lr)
+        old_dirs, old_stps, ro = state.get("old_dirs", []), state.get("old_stps", []), state.get("ro", [])
+        h_diag, prev_grad = state.get("H_diag", 1.0), state.get("prev_flat_grad")
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            state["n_iter"] += 1
+            if state["n_iter"] == 1:
+                d, old_dirs, old_stps, ro, h_diag = -flat_grad, [], [], [], 1.0
+            else:
+                y, s = flat_grad - prev_grad, d * t
+                ys = float(y @ s)
+                if ys > 1e-10:
+                    if len(old_dirs) == history:
+                        old_dirs.pop(0), old_stps.pop(0), ro.pop(0)
+                    old_dirs.append(y), old_stps.append(s), ro.append(1.0 / ys)
+                    h_diag = ys / float(y @ y)
+                q, al = -flat_grad, [0.0] * len(old_dirs)
+                for i in range(len(old_dirs) - 1, -1, -1):
+                    al[i] = float(old_stps[i] @ q) * ro[i]
+                    q = q - al[i] * old_dirs[i]
+                d = r = (q * h_diag).astype(flat_grad.dtype)
+                for i in range(len(old_dirs)):
+                    r = r + (al[i] - float(old_dirs[i] @ r) * ro[i]) * old_stps[i]
+                d = r.astype(flat_grad.dtype)
+            prev_grad, prev_loss = flat_grad.copy(), loss
+            t = min(1.0, 1.0 / float(np.abs(flat_grad).sum())) * lr if state["n_iter"] == 1 else lr
+            if float(flat_grad @ d) > -tol_change:
+                break
+            self._add(t, d)
+            done = False
+            if n_iter != max_iter:
+                loss = _value(self._evaluate(closure))
+                flat_grad = self._flat_grad()
+                done = bool(np.abs(flat_grad).max() <= tol_grad)
+                evals += 1
+                state["func_evals"] += 1
+            if n_iter == max_iter or evals >= max_eval or done:
+                break
+            if np.abs(d * t).max() <= tol_change or abs(loss - prev_loss) < tol_change:
+                break
+        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag,
+                     prev_flat_grad=prev_grad, prev_loss=loss)
+        return orig_loss
+
+
+def _value(loss: Any) -> float:
+    """A closure's loss as a number (read without the warning `float(tensor)` gives)."""
+    return float(loss.arr) if isinstance(loss, Tensor) else float(loss)
 
 
 from . import lr_scheduler  # noqa: E402,F401 - torch.optim.lr_scheduler

@@ -2,7 +2,7 @@
 classification (`child.run_engine` / `child.run_torch`), and print one JSON line
 per program: importing torch (or the facade) once keeps the corpus test fast.
 
-Usage: python program_runner.py engine|torch PROGRAM.py...
+Usage: python program_runner.py engine|torch [--strict] PROGRAM.py...
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    backend, paths = argv[0], [os.path.abspath(p) for p in argv[1:]]  # lines match absolute paths
+    backend, args = argv[0], argv[1:]
+    semantics = "strict" if args[:1] == ["--strict"] else "torch"
+    paths = [os.path.abspath(p) for p in args[semantics == "strict":]]  # lines match absolute paths
     from tapelint_engine import child, errors
 
     for path in paths:
         errors.RAISED.clear()
-        result = child.run_engine(path, "torch", set(), set()) if backend == "engine" else child.run_torch(path, set(), set())
+        result = child.run_engine(path, semantics, set(), set()) if backend == "engine" \
+            else child.run_torch(path, set(), set(), semantics)
         keep = {k: result.get(k) for k in ("status", "error_kind", "error", "line")}
         print(json.dumps({"path": path, **keep}), flush=True)
     return 0

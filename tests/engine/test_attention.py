@@ -95,3 +95,25 @@ def test_transformer_encoder_agrees(fresh, norm_first: bool) -> None:
         (y * y).sum().backward()
         results.append([y.detach().numpy(), t.grad.numpy(), m.layers[0].linear1.weight.grad.numpy()])
     _grads_agree(zip(results[1], results[0]))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_decoder_agrees(fresh, norm_first: bool) -> None:
+    tgt = RNG.standard_normal((2, 4, 8)).astype(np.float32)
+    mem = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    causal = np.triu(np.full((4, 4), -np.inf, np.float32), 1)
+    mem_kpm = np.array([[False] * 5, [False] * 4 + [True]])
+    models = []
+    for L in (torch, E):
+        layer = L.nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                             norm_first=norm_first)
+        models.append(L.nn.TransformerDecoder(layer, 2, norm=L.nn.LayerNorm(8)))
+    _copy_params(*models)
+    results = []
+    for L, m in zip((torch, E), models):
+        t, s = L.tensor(tgt, requires_grad=True), L.tensor(mem, requires_grad=True)
+        y = m(t, s, tgt_mask=L.tensor(causal), memory_key_padding_mask=L.tensor(mem_kpm))
+        (y * y).sum().backward()
+        results.append([y.detach().numpy(), t.grad.numpy(), s.grad.numpy(),
+                        m.layers[1].multihead_attn.in_proj_weight.grad.numpy()])
+    _grads_agree(zip(results[1], results[0]))

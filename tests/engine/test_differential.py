@@ -134,10 +134,21 @@ def _run(L, F, program, arrays, loss_kind, second_order=False):
     return grads, again
 
 
-def _compare(a, b):
-    assert (a is None) == (b is None)
-    if a is not None:
-        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+def _compare(got, want32, want64, rtol: float, atol: float) -> None:
+    """The engine's float32 gradient against PyTorch's float64 one, allowed what PyTorch's own
+    float32 run misses it by (four times over) on top of the float32 tolerance: where a case
+    is ill-conditioned (layer norm of nearly equal values, a second derivative through a
+    cancellation) both float32 results drift, and only drifting further than PyTorch fails."""
+    assert (got is None) == (want32 is None)
+    if got is None:
+        return
+    slack = 4 * np.abs(want32.astype(np.float64) - want64)
+    excess = np.abs(got.astype(np.float64) - want64) - (rtol * np.abs(want64) + atol + slack)
+    assert not np.any(excess > 0), (f"engine {got}\n torch float32 {want32}\n torch float64 {want64}")
+
+
+def _float64(xs):
+    return [x.astype(np.float64) for x in xs]
 
 
 OFFSETS = np.arange(6, dtype=np.float32).reshape(2, 3) * np.float32(1e-2)
@@ -156,9 +167,10 @@ def programs(names):
 def test_gradients_and_double_backward_agree(fresh, program, xs, loss) -> None:
     fresh("torch")
     want, want_again = _run(torch, torch.nn.functional, program, xs, loss)
+    want64, _ = _run(torch, torch.nn.functional, program, _float64(xs), loss)
     got, got_again = _run(E, E.nn.functional, program, xs, loss)
-    for a, b in zip(got, want):
-        _compare(a, b)
+    for a, b, c in zip(got, want, want64):
+        _compare(a, b, c, rtol=2e-4, atol=2e-5)
     assert got_again == want_again
 
 
@@ -168,10 +180,11 @@ def test_gradients_and_double_backward_agree(fresh, program, xs, loss) -> None:
 def test_second_order_gradients_agree(fresh, program, xs, loss) -> None:
     fresh("torch")
     want, _ = _run(torch, torch.nn.functional, program, xs, loss, second_order=True)
+    want64, _ = _run(torch, torch.nn.functional, program, _float64(xs), loss, second_order=True)
     got, _ = _run(E, E.nn.functional, program, xs, loss, second_order=True)
-    for a, b in zip(got, want):
+    for a, b, c in zip(got, want, want64):
         if a is not None and b is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+            _compare(a, b, c, rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("dim", [None, 1])

@@ -37,6 +37,11 @@ CASES = {
                                 + D.Beta(a.exp(), b.exp()).entropy().sum()),
     "kl_normal": lambda D, L, a, b: D.kl_divergence(D.Normal(a, b.exp()), D.Normal(b, a.exp())).sum(),
     "kl_categorical": lambda D, L, a, b: D.kl_divergence(D.Categorical(logits=a), D.Categorical(logits=b)).sum(),
+    "uniform": lambda D, L, a, b: (D.Uniform(a, a + b.exp()).log_prob(a + b.exp() * L.tensor(UNIT)).sum()
+                                   + D.Uniform(a, a + b.exp()).entropy().sum()
+                                   + D.Uniform(a, a + b.exp()).variance.sum()),
+    "independent_normal": lambda D, L, a, b: (D.Independent(D.Normal(a, b.exp()), 1).log_prob(L.tensor(VALUE)).sum()
+                                              + D.Independent(D.Normal(a, b.exp()), 1).entropy().sum()),
 }
 
 
@@ -55,6 +60,19 @@ def test_values_and_gradients_agree(fresh, name: str) -> None:
         assert (g is None) == (w is None)
         if g is not None:
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_seeded_uniform_and_independent_samples_are_pytorchs(fresh) -> None:
+    values = []
+    for L in (E, torch):
+        L.manual_seed(7)
+        d = L.distributions
+        values.append([d.Uniform(L.zeros(3), L.ones(3) * 2).rsample((2,)).tolist(),
+                       d.Independent(d.Normal(L.zeros(2, 3), 1.0), 1).sample().tolist(),
+                       tuple(d.Independent(d.Normal(L.zeros(2, 3), 1.0), 1).event_shape)])
+    np.testing.assert_allclose(values[0][0], values[1][0], rtol=1e-6)
+    np.testing.assert_allclose(values[0][1], values[1][1], rtol=1e-6)
+    assert values[0][2] == values[1][2] == (3,)
 
 
 @pytest.mark.parametrize("make", [lambda L, x: L.distributions.Normal(x, 1.0),

@@ -137,3 +137,47 @@ def test_import_path_and_wrong_gradient_count(fresh) -> None:
 
     with pytest.raises(RuntimeError, match="incorrect number of gradients"):
         Bad.apply(E.ones(2, requires_grad=True), E.ones(2)).sum().backward()
+
+
+def _several_outputs(L, use_cos: bool, twice: bool) -> list:
+    class SinCos(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.k = k
+            return x.sin() * k, x.cos(), (x > 0).long()
+
+        @staticmethod
+        def backward(ctx, g_sin, g_cos, g_sign):
+            (x,) = ctx.saved_tensors
+            return g_sin * x.cos() * ctx.k - g_cos * x.sin(), None
+
+    x = L.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    s, c, sign = SinCos.apply(x, 3.0)
+    loss = (s * 2).sum() + ((c ** 2).sum() if use_cos else 0)
+    loss.backward()
+    out = [x.grad.numpy().copy(), sign.tolist(), type(s.grad_fn).__name__ if L is torch else None]
+    if twice:
+        try:
+            loss.backward()
+            out.append("ok")
+        except RuntimeError:
+            out.append("fails")
+    return out
+
+
+@pytest.mark.parametrize("use_cos, twice", [(True, False), (False, False), (True, True)])
+def test_function_with_several_outputs_agrees(fresh, use_cos: bool, twice: bool) -> None:
+    """An unused output's gradient reaches the backward as zeros; integer outputs are
+    not differentiable; the saved input is freed by the first backward."""
+    got, want = _several_outputs(E, use_cos, twice), _several_outputs(torch, use_cos, twice)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    assert got[1] == want[1] and got[3:] == want[3:]
+
+
+def test_function_node_is_named_as_pytorch_names_it(fresh) -> None:
+    names = []
+    for L in (E, torch):
+        Exp, _, _ = functions(L)
+        names.append(type(Exp.apply(L.ones(2, requires_grad=True)).grad_fn).__name__)
+    assert names == ["ExpBackward", "ExpBackward"]

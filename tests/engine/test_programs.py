@@ -19,10 +19,7 @@ pytest.importorskip("torch")
 
 HERE = Path(__file__).parent
 PROGRAMS = sorted((HERE / "programs").glob("*.py"))
-UNSUPPORTED = {  # program -> the API the engine lacks
-    "packed_sequences.py": "torch.nn.utils.rnn",
-    "lbfgs_fit.py": "torch.optim.LBFGS",
-}
+UNSUPPORTED: dict[str, str] = {}  # program -> the API the engine lacks (none today)
 
 
 def _outcomes(backend: str) -> dict[str, dict]:

@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import NotSupportedByEngine
-from . import functional, init, utils  # noqa: F401
-from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from . import functional, init, packing, utils  # noqa: F401
+from .attention import (  # noqa: F401
+    MultiheadAttention,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .layers import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -31,7 +37,12 @@ from .modules import (  # noqa: F401
     Embedding,
     EmbeddingBag,
     Flatten,
+    GroupNorm,
+    Hardtanh,
+    HuberLoss,
     Identity,
+    InstanceNorm1d,
+    InstanceNorm2d,
     L1Loss,
     LayerNorm,
     LeakyReLU,
@@ -53,6 +64,7 @@ from .modules import (  # noqa: F401
     Softmax,
     Softplus,
     Tanh,
+    Upsample,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 

@@ -1,23 +1,37 @@
-"""`torch.nn.functional`: activations, layers and losses, composed from the tape's ops.
+"""`torch.nn.functional`: activations, layers and losses.
 
-Composites save what their parts save; every loss PyTorch measures as saving
-(all of them) therefore saves here too.
+Under torch semantics the functions PyTorch runs as one fused kernel (losses,
+layer norm, gelu, ...) record its one node (`fused`); under strict semantics
+they are composed from the tape's primitive ops, as burn's tape records them.
+Composites save what their parts save, so a second backward fails alike.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
-from ... import nn_ops, ops, rng
+from ... import fused, nn_ops, ops, resample, rng
 from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 
 tanh, sigmoid = ops.tanh, ops.sigmoid
-softmax, log_softmax, linear, pad = ops.softmax, ops.log_softmax, ops.linear, ops.pad
+softmax, log_softmax, linear = ops.softmax, ops.log_softmax, ops.linear
+interpolate = resample.interpolate
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
+    if mode == "constant":
+        return ops.pad(input, pad, 0.0 if value is None else value)
+    return resample.pad(input, pad, mode)
+
+
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",  # noqa: A002
+             align_corners: bool | None = None) -> Tensor:
+    return resample.interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def _inplace_result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
@@ -38,11 +52,19 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -
     return _inplace_result(x, ops.leaky_relu(x, negative_slope), inplace)
 
 
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    if fused.pytorch_graph():
+        return _inplace_result(x, fused.activation(fused.HARDTANH, x, lo=min_val, hi=max_val), inplace)
+    return _inplace_result(x, ops.clamp(x, min_val, max_val), inplace)
+
+
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace_result(x, ops.clamp(x, 0.0, 6.0), inplace)
+    return hardtanh(x, 0.0, 6.0, inplace)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if fused.pytorch_graph():
+        return fused.activation(fused.GELU, x, approximate=approximate)
     if approximate == "tanh":
         inner = (x + 0.044715 * x ** 3) * math.sqrt(2.0 / math.pi)
         return x * 0.5 * (1.0 + ops.tanh(inner))
@@ -50,15 +72,21 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    if fused.pytorch_graph():
+        return _inplace_result(x, fused.activation(fused.SILU, x), inplace)
     return _inplace_result(x, x * ops.sigmoid(x), inplace)
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    if fused.pytorch_graph():
+        return fused.activation(fused.SOFTPLUS, x, beta=beta, threshold=threshold)
     bx = x * beta
     return ops.where(bx.arr > threshold, x, -ops.logsigmoid(-bx) / beta)
 
 
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if fused.pytorch_graph():
+        return _inplace_result(x, fused.activation(fused.ELU, x, alpha=alpha), inplace)
     neg = (ops.exp(ops.clamp(x, max=0.0)) - 1.0) * alpha
     return _inplace_result(x, ops.where(x.arr > 0, x, neg), inplace)
 
@@ -71,11 +99,14 @@ def softmin(x: Tensor, dim: int) -> Tensor:
 
 
 def normalize(x: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    n = ops.clamp(ops.norm(x, p, dim, keepdim=True), min=eps)
-    return x / n
+    n = ops.clamp(ops.norm(x, p, dim, keepdim=True), min=eps, node="ClampMinBackward0")
+    return x / (ops.expand(n, x.arr.shape) if fused.pytorch_graph() else n)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    if fused.pytorch_graph():  # PyTorch: each input over its clamped norm, then the dot product
+        return ops.sum(x1 / fused.clamped_copy(ops.norm(x1, 2, dim, keepdim=True), eps)
+                       * (x2 / fused.clamped_copy(ops.norm(x2, 2, dim, keepdim=True), eps)), dim)
     n1 = ops.clamp(ops.norm(x1, 2, dim), min=eps)
     n2 = ops.clamp(ops.norm(x2, 2, dim), min=eps)
     return ops.sum(x1 * x2, dim) / (n1 * n2)
@@ -101,7 +132,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     if not training or p == 0:
         return x
     only_defaults("torch.nn.functional.dropout", inplace=inplace)
-    keep = rng.other().random(x.arr.shape) >= p  # PyTorch draws its mask through MKL
+    keep = rng.generator().bernoulli_scalar(1.0 - p, x.arr.shape)
     scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
     return x * ops.const((keep * scale).astype(x.arr.dtype))
 
@@ -134,6 +165,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
               "max": lambda t: t.max(0).values}[mode]
     if input.arr.ndim == 2:
         return ops.stack([reduce(r) for r in rows.unbind(0)], 0) if input.arr.shape[0] else rows
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
     starts = offsets.arr.astype(np.int64).tolist()
     ends = starts[1:] + ([] if include_last_offset else [input.arr.shape[0]])
     if include_last_offset:
@@ -149,7 +182,10 @@ def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
 
 def layer_norm(x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    dims = tuple(range(-len(tuple(normalized_shape)), 0))
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if fused.pytorch_graph():
+        return fused.layer_norm(x, len(shape), weight, bias, eps)
+    dims = tuple(range(-len(shape), 0))
     mu = ops.mean(x, dims, keepdim=True)
     centered = x - mu
     var = ops.mean(centered * centered, dims, keepdim=True)
@@ -161,7 +197,46 @@ def layer_norm(x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None
     return out
 
 
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over each group of channels (and all spatial positions), then scale per
+    channel; composed from the tape's ops (PyTorch records one NativeGroupNorm node)."""
+    shape = input.arr.shape
+    n, c = shape[0], shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    centered = grouped - ops.mean(grouped, 2, keepdim=True)
+    out = (centered * ops.rsqrt(ops.mean(centered * centered, 2, keepdim=True) + eps)).reshape(*shape)
+    per_channel = (1, c) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        out = out * weight.reshape(*per_channel)
+    if bias is not None:
+        out = out + bias.reshape(*per_channel)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    only_defaults("torch.nn.functional.instance_norm", running_mean=running_mean, running_var=running_var)
+    if not use_input_stats:
+        raise NotSupportedByEngine("torch.nn.functional.instance_norm(use_input_stats=False)")
+    return group_norm(input, input.arr.shape[1], weight, bias, eps)
+
+
 # ------------------------------------------------------- convolution, pooling
+
+
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:  # noqa: A002
+    return nn_ops.unfold(input, kernel_size, dilation, padding, stride)
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,  # noqa: A002
+         stride: Any = 1) -> Tensor:
+    return nn_ops.fold(input, output_size, kernel_size, dilation, padding, stride)
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
@@ -227,6 +302,14 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 # ------------------------------------------------------------------ attention
 
 
+@overload
+def additive_mask(mask: None, like: Tensor, true_blocks: bool) -> None: ...
+
+
+@overload
+def additive_mask(mask: Tensor, like: Tensor, true_blocks: bool) -> Tensor: ...
+
+
 def additive_mask(mask: Tensor | None, like: Tensor, true_blocks: bool) -> Tensor | None:
     """A mask as the float added to attention scores (-inf where attention is blocked)."""
     if mask is None:
@@ -283,6 +366,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
              reduction: str = "mean", weight: Any = None) -> Tensor:
     only_defaults("torch.nn.functional.mse_loss", weight=weight)
     reduction = legacy_reduction(size_average, reduce, reduction)
+    if fused.pytorch_graph():
+        return fused.mse_loss(input, target, reduction)
     d = input - target
     return _reduce(d ** 2, reduction)
 
@@ -296,8 +381,21 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     reduction = legacy_reduction(size_average, reduce, reduction)
+    if beta == 0:  # PyTorch runs an L1 loss then
+        return l1_loss(input, target, reduction=reduction)
+    if fused.pytorch_graph():
+        return fused.smooth_l1_loss(input, target, reduction, beta)
     d = ops.abs(input - target)
     return _reduce(ops.where(d.arr < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
+               weight: Any = None) -> Tensor:
+    only_defaults("torch.nn.functional.huber_loss", weight=weight)
+    if fused.pytorch_graph():
+        return fused.smooth_l1_loss(input, target, reduction, delta, huber=True)
+    d = ops.abs(input - target)
+    return _reduce(ops.where(d.arr < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
@@ -305,6 +403,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
              reduction: str = "mean") -> Tensor:
     """Negative log-likelihood over dim 1 (dim 0 for an unbatched input)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    if fused.pytorch_graph():
+        return fused.nll_loss(input, target.arr, weight, ignore_index, reduction)
     cdim = 1 if input.arr.ndim > 1 else 0
     tgt = target.arr.astype(np.int64)
     valid = tgt != ignore_index
@@ -346,6 +446,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                      reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     reduction = legacy_reduction(size_average, reduce, reduction)
+    constant = all(t is None or not t.requires_grad for t in (weight, pos_weight))
+    if fused.pytorch_graph() and constant:
+        return fused.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
     log_one_plus_exp_neg = -ops.logsigmoid(input)
     if pos_weight is None:
         loss = (1 - target) * input + log_one_plus_exp_neg
@@ -360,6 +463,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
     reduction = legacy_reduction(size_average, reduce, reduction)
+    if fused.pytorch_graph() and (weight is None or not weight.requires_grad):
+        return fused.binary_cross_entropy(input, target, weight, reduction)
     log_p = ops.clamp(ops.log(input), min=-100.0)
     log_q = ops.clamp(ops.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_q)

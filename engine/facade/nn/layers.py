@@ -32,8 +32,10 @@ class _ConvNd(Module):
         super().__init__()
         name = type(self).__name__
         factory(f"torch.nn.{name}", device, dtype)
-        if padding_mode != "zeros":
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular") or \
+                padding_mode != "zeros" and (self.transposed or isinstance(padding, str)):
             raise NotSupportedByEngine(f"torch.nn.{name}(padding_mode={padding_mode!r})")
+        self.padding_mode = padding_mode
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         k = nn_ops.pair(kernel_size, self.spatial)
@@ -50,6 +52,10 @@ class _ConvNd(Module):
         if self.transposed:
             return nn_ops.conv_transpose(x, self.weight, self.bias, self.stride, self.padding,
                                          self.output_padding, self.groups, self.dilation, self.spatial)
+        if self.padding_mode != "zeros":  # PyTorch pads in that mode, then convolves unpadded
+            pads = nn_ops.pair(self.padding, self.spatial)
+            x = F.pad(x, [p for p in reversed(pads) for _ in range(2)], mode=self.padding_mode)
+            return nn_ops.conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups, self.spatial)
         return nn_ops.conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                            self.groups, self.spatial)
 
@@ -151,6 +157,9 @@ class _BatchNorm(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = initialised(np.ones(num_features)) if affine else None
         self.bias = initialised(np.zeros(num_features)) if affine else None
+        self.running_mean: Tensor | None
+        self.running_var: Tensor | None
+        self.num_batches_tracked: Tensor | None
         if track_running_stats:
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32), counter=[1, None]))
             self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32), counter=[1, None]))
@@ -163,7 +172,7 @@ class _BatchNorm(Module):
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self.dims)} input "
                              f"(got {x.arr.ndim}D input)")
         use_batch = self.training or not self.track_running_stats
-        if self.training and self.track_running_stats:
+        if self.training and self.num_batches_tracked is not None:  # tracking running statistics
             self.num_batches_tracked.arr[...] += 1
             self.num_batches_tracked._counter[0] += 1
         return F.batch_norm(x, self.running_mean if not use_batch or self.training else None,

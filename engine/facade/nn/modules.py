@@ -180,7 +180,7 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
-        own = dict(self.named_parameters())
+        own: dict[str, Tensor] = dict(self.named_parameters())
         own.update(self.named_buffers())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -423,6 +423,59 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
+class GroupNorm(Module):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        factory("torch.nn.GroupNorm", device, dtype)
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+        self.weight = initialised(np.ones(num_channels)) if affine else None
+        self.bias = initialised(np.zeros(num_channels)) if affine else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class _InstanceNorm(Module):
+    dims = 3
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        factory(f"torch.nn.{type(self).__name__}", device, dtype)
+        only_defaults(f"torch.nn.{type(self).__name__}", track_running_stats=track_running_stats)
+        self.num_features, self.eps = num_features, eps
+        self.weight = initialised(np.ones(num_features)) if affine else None
+        self.bias = initialised(np.zeros(num_features)) if affine else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.arr.ndim == self.dims - 1:  # unbatched
+            return self.forward(x.unsqueeze(0)).squeeze(0)
+        return F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    dims = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    dims = 4
+
+
+class Upsample(Module):
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+
 class Identity(Module):
     def forward(self, x: Tensor) -> Tensor:
         return x
@@ -455,6 +508,7 @@ def _activation(name: str, fn: Callable[..., Tensor], *params: str) -> type:
 
 ReLU = _activation("ReLU", F.relu, "inplace")
 ReLU6 = _activation("ReLU6", F.relu6)
+Hardtanh = _activation("Hardtanh", F.hardtanh, "min_val", "max_val")
 Tanh = _activation("Tanh", lambda x: ops.tanh(x))
 Sigmoid = _activation("Sigmoid", lambda x: ops.sigmoid(x))
 GELU = _activation("GELU", F.gelu, "approximate")
@@ -483,6 +537,7 @@ def _loss(name: str, fn: Callable[..., Tensor], *params: str) -> type:
 MSELoss = _loss("MSELoss", F.mse_loss, "size_average", "reduce", "reduction")
 L1Loss = _loss("L1Loss", F.l1_loss, "size_average", "reduce", "reduction")
 SmoothL1Loss = _loss("SmoothL1Loss", F.smooth_l1_loss, "size_average", "reduce", "reduction", "beta")
+HuberLoss = _loss("HuberLoss", F.huber_loss, "reduction", "delta")
 CrossEntropyLoss = _loss("CrossEntropyLoss", F.cross_entropy, "weight", "size_average",
                          "ignore_index", "reduce", "reduction", "label_smoothing")
 NLLLoss = _loss("NLLLoss", F.nll_loss, "weight", "size_average", "ignore_index", "reduce",

@@ -7,6 +7,7 @@ hazard detection needs. Parameter names and gate order follow PyTorch.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -17,6 +18,7 @@ from ...errors import NotSupportedByEngine
 from ...tape import Tensor
 from . import functional as F
 from .modules import Module, _uniform, factory
+from .packing import PackedSequence
 
 Step = Callable[[Tensor, Any, tuple], Any]
 
@@ -85,7 +87,9 @@ class _RNNBase(Module):
     def _zero_state(self, batch: tuple, like: Tensor) -> Tensor:
         return ops.const(np.zeros((self.num_layers, *batch, self.hidden_size), like.arr.dtype))
 
-    def forward(self, x: Tensor, hx: Any = None) -> tuple:
+    def forward(self, x: Any, hx: Any = None) -> tuple:
+        if isinstance(x, PackedSequence):
+            return self._forward_packed(x, hx)
         unbatched = x.arr.ndim == 2
         if unbatched:
             x = x.unsqueeze(1)
@@ -93,26 +97,48 @@ class _RNNBase(Module):
             x = x.transpose(0, 1)
         batch = (x.arr.shape[1],)
         state = self._initial(hx, batch, x, unbatched)
-        step = self._step()
-        finals = []
-        seq = list(x.unbind(0))
-        for layer in range(self.num_layers):
-            w = self._weights(layer)
-            s = self._layer_state(state, layer)
-            outs = []
-            for xt in seq:
-                s = step(xt, s, w)
-                outs.append(s[0] if isinstance(s, tuple) else s)
-            finals.append(s)
-            seq = outs
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                seq = [F.dropout(o, self.dropout, True) for o in seq]
+        seq, finals = self._run_layers(list(x.unbind(0)), state, None)
         out = ops.stack(seq, 0)
         if unbatched:
             out = out.squeeze(1)
         elif self.batch_first:
             out = out.transpose(0, 1)
         return out, self._final(finals, unbatched)
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple:
+        """Step t runs only the `batch_sizes[t]` sequences still going (the longest first);
+        the others keep their state, which is their final one (PyTorch's packed walk)."""
+        sizes = packed.steps()
+        order = packed.sorted_indices
+        state = self._initial(hx if order is None else _each(hx, lambda h: ops.index(h, (slice(None), order.arr))),
+                              (sizes[0],), packed.data, False)
+        starts = np.cumsum([0] + sizes)
+        seq = [ops.index(packed.data, (slice(int(a), int(a) + b),)) for a, b in zip(starts, sizes)]
+        seq, finals = self._run_layers(seq, state, sizes)
+        final = self._final(finals, False)
+        unsorted = packed.unsorted_indices
+        if unsorted is not None:
+            final = _each(final, lambda h: ops.index(h, (slice(None), unsorted.arr)))
+        return PackedSequence(ops.cat(seq, 0), packed.batch_sizes, order, packed.unsorted_indices), final
+
+    def _run_layers(self, seq: list[Tensor], state: Any, sizes: list[int] | None) -> tuple[list, list]:
+        """Each layer over the time steps; with `sizes` (a packed sequence) step t runs only
+        its first sizes[t] rows. Returns the last layer's outputs and each layer's final state."""
+        step, finals = self._step(), []
+        for layer in range(self.num_layers):
+            w, s, outs = self._weights(layer), self._layer_state(state, layer), []
+            for t, xt in enumerate(seq):
+                if sizes is None:
+                    s = new = step(xt, s, w)
+                else:
+                    new = step(xt, _each(s, functools.partial(_rows, sizes[t])), w)
+                    s = _merge(s, new, sizes[t])
+                outs.append(new[0] if isinstance(new, tuple) else new)
+            finals.append(s)
+            seq = outs
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                seq = [F.dropout(o, self.dropout, True) for o in seq]
+        return seq, finals
 
     def _initial(self, hx: Any, batch: tuple, x: Tensor, unbatched: bool) -> Any:
         if hx is None:
@@ -125,6 +151,24 @@ class _RNNBase(Module):
     def _final(self, finals: list, unbatched: bool) -> Any:
         h = ops.stack(finals, 0)
         return h.squeeze(1) if unbatched else h
+
+
+def _each(state: Any, fn: Callable[[Tensor], Tensor]) -> Any:
+    """`fn` on a hidden state, or on each of LSTM's (h, c)."""
+    if state is None:
+        return None
+    return tuple(fn(s) for s in state) if isinstance(state, tuple) else fn(state)
+
+
+def _rows(b: int, h: Tensor) -> Tensor:
+    return h[:b]
+
+
+def _merge(old: Any, new: Any, b: int) -> Any:
+    """The state after a packed step: `new` for its first `b` rows, `old` below them."""
+    if isinstance(old, tuple):
+        return tuple(_merge(o, n, b) for o, n in zip(old, new))
+    return new if old.arr.shape[0] == b else ops.cat([new, old[b:]], 0)
 
 
 class RNN(_RNNBase):

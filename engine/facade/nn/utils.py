@@ -10,6 +10,7 @@ import numpy as np
 from ... import ops
 from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
+from . import packing as rnn  # noqa: F401 - torch.nn.utils.rnn
 
 
 def _grads(parameters: Any) -> list[Tensor]:

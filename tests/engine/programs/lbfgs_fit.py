@@ -1,4 +1,4 @@
-"""Curve fitting with L-BFGS and a closure (not modelled by the engine: `unsupported`)."""
+"""Curve fitting with L-BFGS and a closure that runs a backward per evaluation."""
 import torch
 
 w = torch.zeros(3, requires_grad=True)

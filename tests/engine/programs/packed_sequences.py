@@ -1,5 +1,5 @@
-"""An LSTM over variable-length sequences with pack_padded_sequence (not modelled by
-the engine: its run is `unsupported`)."""
+"""An LSTM over variable-length sequences with pack_padded_sequence and
+pad_packed_sequence."""
 import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
