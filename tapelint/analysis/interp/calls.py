@@ -173,11 +173,13 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
         return frozenset((module,))
     if method == "requires_grad_":
         flag = literal_bool(call.args[0].value) if call.args else True
-        frozen = replace(module, frozen=flag is False)
+        if flag is False:
+            return frame.freeze(frame.target_key(func.value), frozenset((module,)), state)
+        thawed = replace(module, frozen=False)
         key = frame.target_key(func.value)
         if key is not None:
-            state.env[key] = frozenset((frozen,))
-        return frozenset((frozen,))
+            state.env[key] = frozenset((thawed,))
+        return frozenset((thawed,))
     if method in torch_api.PARAMETER_METHODS:
         return frozenset((frame.store.parameter_leaf(module),))
     if method == "forward":
@@ -199,6 +201,9 @@ def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef,
             added |= frame.elements(vals, state) if method in ("extend", "update") else vals
         state.env[lst.key] = state.env.get(lst.key, EMPTY) | added
         note_accumulation(frame, call, func.value, [lst], added, state)
+        return EMPTY
+    if method == "clear":
+        state.env[lst.key] = EMPTY
         return EMPTY
     if method in torch_api.LIST_GETTERS:
         return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
