@@ -70,7 +70,10 @@ class Accumulations:
         """TL003's findings, keyed by the running total's node (or the first
         appended value, for a list)."""
         found: dict[AbstractNode, AccumulationHazard] = {}
-        statements: set[int] = set()
+        # A statement that some run (at a real call site) shows feeding a
+        # backward after its loop is that loss's computation: its run with
+        # unknown callers (a method analysed on its own) says nothing more.
+        statements: set[int] = {id(acc.statement) for acc in self.records.values() if _backwarded_after(store, acc)}
         for acc in self.records.values():
             if id(acc.statement) in statements or acc.no_grad:
                 continue

@@ -327,8 +327,9 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     callee = frame.callee(fn, call, callee_owner, fallback)
     inner = State({}, state.released, state.retained, state.kept,
                   state.no_grad or home.is_no_grad_function(fn))
+    fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
     inner.env.update({k: v for k, v in state.env.items()
-                      if k.startswith("<list@") or (share_self and k.startswith("self."))})
+                      if (k.startswith("<list@") and k not in fresh) or (share_self and k.startswith("self."))})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
     end = callee.finish(callee.exec_block(fn.body.body, inner))
     for key, vals in end.env.items():
