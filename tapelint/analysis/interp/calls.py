@@ -335,6 +335,8 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     for key, vals in end.env.items():
         if key.startswith("<list@") or (share_self and key.startswith("self.")) or key in callee.globals:
             state.env[key] = vals
+            if state.facts or state.guards:
+                state.rebound(key)  # what the call set on `self` is not what a test saw before it
     state.released.update(end.released)
     state.retained.update(end.retained)
     state.kept.update(end.kept)
