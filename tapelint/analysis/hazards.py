@@ -181,15 +181,7 @@ class HazardLog:
     def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard]:
         """Every reuse found, except those whose reused node is in `except_nodes`
         (ids of running totals that TL003 reports: one finding, one root cause)."""
-        found: dict[tuple, ReuseHazard | RetainHazard] = {}
-        for key, hazard in self.hazards.items():
-            if id(self.reused_nodes.get(key)) in except_nodes:
-                continue
-            # One value reused by one pair of walks is one finding, however many
-            # sites create it (the branches of a helper that all bind `loss`).
-            same = (type(hazard), hazard.value, hazard.first_backward.call, hazard.fails_at.call)
-            found.setdefault(same if isinstance(hazard, ReuseHazard) else key, hazard)
-        return list(found.values())
+        return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
 
     def _record_reuse(self, event: BackwardEvent, reuse: Reuse, strict_only: bool = False) -> None:
         """Turn a walk into released (or, `strict_only`, retained) ground into
