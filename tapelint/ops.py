@@ -133,6 +133,15 @@ UNTRACKING_ATTRIBUTES: frozenset[str] = frozenset(
     ("data", "shape", "dtype", "device", "grad", "is_leaf", "requires_grad", "ndim", "grad_fn")
 )
 
+# Attributes of a module that hold no parameter: its buffers (never
+# requiring grad) and its configuration and mode. Reading one off a module
+# the analysis cannot see into gives no graph value; any other attribute may
+# be a submodule or a parameter.
+MODULE_STATE_ATTRIBUTES: frozenset[str] = frozenset(
+    ("running_mean", "running_var", "num_batches_tracked", "config", "training", "dtype", "device", "eps",
+     "momentum")
+)
+
 # Builtins whose result is a Python number or string, never a tracked tensor.
 UNTRACKING_BUILTINS: frozenset[str] = frozenset(
     ("float", "int", "bool", "str", "repr", "len", "round", "format", "isinstance", "id", "hash")

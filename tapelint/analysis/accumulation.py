@@ -70,7 +70,10 @@ class Accumulations:
         """TL003's findings, keyed by the running total's node (or the first
         appended value, for a list)."""
         found: dict[AbstractNode, AccumulationHazard] = {}
-        statements: set[int] = set()
+        # A statement that some run (at a real call site) shows feeding a
+        # backward after its loop is that loss's computation: its run with
+        # unknown callers (a method analysed on its own) says nothing more.
+        statements: set[int] = {id(acc.statement) for acc in self.records.values() if _backwarded_after(store, acc)}
         for acc in self.records.values():
             if id(acc.statement) in statements or acc.no_grad:
                 continue
@@ -119,12 +122,15 @@ def _walked_in_loop(store: StoreView, acc: Accumulation, fresh: list) -> bool:
     """Does a backward inside the loop walk the graph of what is accumulated
     (the loss itself, or what it was computed from)? Then the total keeps
     every walked iteration's graph reachable. A backward that only computes
-    something else (Jacobian rows with `autograd.grad`) does not count."""
+    something else (Jacobian rows with `autograd.grad`) does not count, nor
+    does one with `create_graph=True`: that loop is a differentiable
+    computation (a MAML inner loop), whose steps the result's graph chains
+    together anyway, so keeping each step's loss keeps nothing more alive."""
     wanted: set[int] = set()
     for value in fresh:
         wanted.update(id(node) for (node, _), _children in hazards.walk([value]))
     for event in store.events.values():
-        if acc.loop in event.loops:
+        if acc.loop in event.loops and not event.creates_graph:
             if any(id(node) in wanted for (node, _), _children in hazards.walk(event.roots)):
                 return True
     return False

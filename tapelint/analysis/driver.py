@@ -79,6 +79,8 @@ class ModuleAnalysis:
 
     def run(self) -> None:
         program = self.program
+        if program.imports.foreign_framework() is not None:
+            return  # another framework's autograd: nothing here is PyTorch's
         try:
             for info in program.classes.values():  # what instances hold, for calls in module code
                 self.initialise(info)
@@ -164,7 +166,13 @@ class ModuleAnalysis:
         frame.bind_parameters(fn, state, method=owner is not None, args=None)
         if implicit_loop:
             loop = Loop(fn, implicit=True, label=f"calls of {fn.name.value}()")
-            state = run_loop(frame, loop, lambda s: s, fn.body.body, state)
+
+            def call_again(s: State) -> State:
+                """Each call gets its arguments afresh (`backward(self, loss)` is given a new loss)."""
+                frame.bind_parameters(fn, s, method=owner is not None, args=None)
+                return s
+
+            state = run_loop(frame, loop, call_again, fn.body.body, state)
         else:
             state = frame.finish(frame.exec_block(fn.body.body, state))
         if not collect_self:

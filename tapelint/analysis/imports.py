@@ -15,6 +15,10 @@ import libcst as cst
 from tapelint.analysis.syntax import walk_statements
 
 
+# Array frameworks with an autograd of their own, not PyTorch's.
+FOREIGN_FRAMEWORKS = ("mxnet", "jax", "tensorflow", "paddle", "oneflow", "mindspore")
+
+
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` as a string, or None for anything that is not a plain chain."""
     parts: list[str] = []
@@ -57,6 +61,15 @@ class ImportMap:
             return None
         return f"{target}.{rest}" if rest else target
 
+
+    def foreign_framework(self) -> Optional[str]:
+        """The other array framework this module is written for (d2l ships a
+        `mxnet.py` beside its `torch.py`), when it imports one and no torch:
+        its `backward()` and `autograd` are not PyTorch's."""
+        roots = {target.split(".")[0] for target in self.aliases.values()}
+        if "torch" in roots:
+            return None
+        return next((name for name in FOREIGN_FRAMEWORKS if name in roots), None)
 
     def _add_import(self, node: cst.Import) -> None:
         for alias in node.names:

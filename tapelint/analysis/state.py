@@ -6,6 +6,12 @@ regions earlier backwards released (or retained). Branches merge by `join`
 (union of values, union of released regions); at a loop's back edge,
 `carry` turns this iteration's nodes and regions into "the previous
 iteration's", which is what lets a walk tell a fresh graph from a reused one.
+
+A state also holds the path's facts (`paths`: conditions on stable
+expressions it has passed) and *guards*: for a value, or a released region,
+that only some of the paths merged here have, the facts of those paths. A
+branch whose facts contradict a guard drops what it guards — the value of
+another path, the walk of another path's backward.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, Loop, TupleVal, Value
+from tapelint.analysis.paths import NO_FACTS, Facts, consistent, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
 EMPTY: Vals = frozenset()
@@ -22,6 +29,11 @@ EMPTY: Vals = frozenset()
 # iteration's" (or a node outside every loop in play), or the loop whose
 # previous iteration created it.
 Key = tuple[AbstractNode, Optional[Loop]]
+
+# What a guard is on: ("env", name, value) — one value of one binding — or
+# (region, key) — a key of `released`, `retained` or `kept`.
+Slot = tuple
+_REGIONS = ("released", "retained", "kept")
 
 
 def older(node: AbstractNode, a: Optional[Loop], b: Optional[Loop]) -> Optional[Loop]:
@@ -48,10 +60,15 @@ class State:
     # The path ended here (`continue`, `break`, `return`, `raise`): nothing
     # after it runs, and a join takes the other side as it is.
     ended: bool = False
+    facts: Facts = NO_FACTS  # the conditions on stable expressions this path passed
+    guards: dict[Slot, Facts] = field(default_factory=dict)
 
     def copy(self) -> State:
         return State(dict(self.env), dict(self.released), dict(self.retained), dict(self.kept), self.no_grad,
-                     self.ended)
+                     self.ended, self.facts, dict(self.guards))
+
+    def region(self, name: str) -> dict[Key, BackwardEvent]:
+        return self.released if name == "released" else self.retained if name == "retained" else self.kept
 
     @staticmethod
     def join(a: State, b: State) -> State:
@@ -68,7 +85,11 @@ class State:
         retained.update(a.retained)
         kept = dict(b.kept)
         kept.update(a.kept)
-        return State(env, released, retained, kept, a.no_grad and b.no_grad)
+        joined = State(env, released, retained, kept, a.no_grad and b.no_grad)
+        if a.facts or b.facts or a.guards or b.guards:
+            joined.facts = a.facts & b.facts
+            joined.guards = _join_guards(a, b, joined)
+        return joined
 
     def same(self, other: State) -> bool:
         return (
@@ -78,7 +99,80 @@ class State:
             and self.kept.keys() == other.kept.keys()
             and self.no_grad == other.no_grad
             and self.ended == other.ended
+            and self.facts == other.facts
+            and self.guards == other.guards
         )
+
+    # ------------------------------------------------------------ path facts
+
+    def assume(self, facts: Facts) -> None:
+        """This path passed a condition stating `facts`: add them, and drop
+        what a guard says only paths contradicting them have. A path whose
+        facts contradict each other is not taken (it ends)."""
+        if not facts:
+            return
+        if not consistent(self.facts, facts):
+            self.ended = True
+            return
+        self.facts = self.facts | facts
+        for slot, guard in list(self.guards.items()):
+            if consistent(guard, facts):
+                continue
+            del self.guards[slot]
+            if slot[0] == "env":
+                _, name, value = slot
+                vals = self.env.get(name)
+                if vals is not None and value in vals:
+                    self.env[name] = vals - {value}
+            else:
+                self.region(slot[0]).pop(slot[1], None)
+
+    def rebound(self, key: str) -> None:
+        """`key` was rebound: facts about it (or about its attributes) no
+        longer hold, and the old binding's guards are gone with it."""
+        if self.facts and any(mentions(f, key) for f in self.facts):
+            self.facts = frozenset(f for f in self.facts if not mentions(f, key))
+        if not self.guards:
+            return
+        for slot, guard in list(self.guards.items()):
+            if slot[0] == "env" and slot[1] == key:
+                del self.guards[slot]
+            elif any(mentions(f, key) for f in guard):
+                weaker = frozenset(f for f in guard if not mentions(f, key))
+                if weaker:
+                    self.guards[slot] = weaker
+                else:
+                    del self.guards[slot]
+
+
+def _join_guards(a: State, b: State, joined: State) -> dict[Slot, Facts]:
+    """A value (or region) both sides have is guarded by what both guards
+    say; one that only one side has, by that side's guard and facts."""
+    guards: dict[Slot, Facts] = {}
+
+    def merge(slot: Slot, in_a: bool, in_b: bool) -> None:
+        ga, gb = a.guards.get(slot, NO_FACTS), b.guards.get(slot, NO_FACTS)
+        guard = (ga & gb) if in_a and in_b else (ga | a.facts) if in_a else (gb | b.facts)
+        if guard:
+            guards[slot] = guard
+
+    guarded = {slot[1] for slot in a.guards if slot[0] == "env"} | {slot[1] for slot in b.guards if slot[0] == "env"}
+    for name, vals in joined.env.items():
+        va, vb = a.env.get(name), b.env.get(name)
+        if va is vb and name not in guarded:
+            continue  # the same binding on both sides, unguarded: nothing to say
+        va, vb = va or EMPTY, vb or EMPTY
+        if va == vb and name not in guarded:
+            continue
+        for value in vals:
+            merge(("env", name, value), value in va, value in vb)
+    for region in _REGIONS:
+        ra, rb = a.region(region), b.region(region)
+        if ra.keys() == rb.keys() and not any(s[0] == region for s in (*a.guards, *b.guards)):
+            continue
+        for key in joined.region(region):
+            merge((region, key), key in ra, key in rb)
+    return guards
 
 
 def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) -> State:
@@ -107,4 +201,22 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
             aged.setdefault((node, when), event)
         return aged
 
-    return State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad, state.ended)
+    result = State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad, state.ended,
+                   state.facts)
+    if state.guards:
+        result.guards = _carry_guards(state, loop, stand_in)
+    return result
+
+
+def _carry_guards(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) -> dict[Slot, Facts]:
+    """Guards follow their values (and regions) to the next iteration."""
+    guards: dict[Slot, Facts] = {}
+    for slot, guard in state.guards.items():
+        if slot[0] == "env":
+            guards[("env", slot[1], stand_in(slot[2], loop))] = guard
+            continue
+        node, when = slot[1]
+        if loop in node.loops:
+            when = older(node, when, loop) if when is not None else loop
+        guards.setdefault((slot[0], (node, when)), guard)
+    return guards

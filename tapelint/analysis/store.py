@@ -112,6 +112,13 @@ class NodeStore:
             lst = self.lists[key] = ListRef(site, where.loops)
         return lst
 
+    def lists_within(self, context: tuple) -> set[str]:
+        """The state keys of the containers created under the call chain
+        `context` (in that call or deeper): each call creates them afresh."""
+        depth = len(context)
+        return {lst.key for (_, where, _), lst in self.lists.items()
+                if type(where) is tuple and len(where) >= depth and where[:depth] == context}
+
     def function_ref(self, fn: cst.FunctionDef, context: tuple, loops: tuple[Loop, ...]) -> FunctionRef:
         key = (fn, context, loops)
         ref = self.function_refs.get(key)

@@ -63,3 +63,11 @@ def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
 def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     arg = keyword_arg(call, name)
     return arg.value if arg is not None else None
+
+
+def whole_slice(target: cst.Subscript) -> bool:
+    """`x[:]`: every element."""
+    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Slice:
+        return False
+    whole = target.slice[0].slice
+    return whole.lower is None and whole.upper is None and whole.step is None

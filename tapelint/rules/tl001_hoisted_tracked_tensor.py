@@ -110,6 +110,22 @@ for step in range(3):
             torch="ok",
             strict="fails 6 node 3",
         ),
+        Valid(
+            """\
+import torch
+x = torch.tensor([0.5, 1.0], requires_grad=True)
+with_prior = True
+for step in range(3):
+    if with_prior:
+        prior = x.exp().sum()
+    loss = (x * x).sum()
+    if with_prior:
+        loss = loss + prior
+    loss.backward()
+""",
+            torch="ok",
+            strict="ok",
+        ),
     )
 
     def report(self, hazard: HoistedHazard, ctx: ReportContext) -> Diagnostic:

@@ -87,6 +87,20 @@ for step in range(3):
             torch="ok",
             strict="ok",
         ),
+        Valid(
+            """\
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+new_api = False
+loss = (x.exp() * x).sum()
+if not new_api:
+    loss.backward()
+if new_api:
+    loss.backward()
+""",
+            torch="ok",
+            strict="ok",
+        ),
     )
 
     def report(self, hazard: RepeatedHazard, ctx: ReportContext) -> Diagnostic:

@@ -173,11 +173,13 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
         return frozenset((module,))
     if method == "requires_grad_":
         flag = literal_bool(call.args[0].value) if call.args else True
-        frozen = replace(module, frozen=flag is False)
+        if flag is False:
+            return frame.freeze(frame.target_key(func.value), frozenset((module,)), state)
+        thawed = replace(module, frozen=False)
         key = frame.target_key(func.value)
         if key is not None:
-            state.env[key] = frozenset((frozen,))
-        return frozenset((frozen,))
+            state.env[key] = frozenset((thawed,))
+        return frozenset((thawed,))
     if method in torch_api.PARAMETER_METHODS:
         return frozenset((frame.store.parameter_leaf(module),))
     if method == "forward":
@@ -199,6 +201,9 @@ def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef,
             added |= frame.elements(vals, state) if method in ("extend", "update") else vals
         state.env[lst.key] = state.env.get(lst.key, EMPTY) | added
         note_accumulation(frame, call, func.value, [lst], added, state)
+        return EMPTY
+    if method == "clear":
+        state.env[lst.key] = EMPTY
         return EMPTY
     if method in torch_api.LIST_GETTERS:
         return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
@@ -322,13 +327,16 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     callee = frame.callee(fn, call, callee_owner, fallback)
     inner = State({}, state.released, state.retained, state.kept,
                   state.no_grad or home.is_no_grad_function(fn))
+    fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
     inner.env.update({k: v for k, v in state.env.items()
-                      if k.startswith("<list@") or (share_self and k.startswith("self."))})
+                      if (k.startswith("<list@") and k not in fresh) or (share_self and k.startswith("self."))})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
     end = callee.finish(callee.exec_block(fn.body.body, inner))
     for key, vals in end.env.items():
         if key.startswith("<list@") or (share_self and key.startswith("self.")) or key in callee.globals:
             state.env[key] = vals
+            if state.facts or state.guards:
+                state.rebound(key)  # what the call set on `self` is not what a test saw before it
     state.released.update(end.released)
     state.retained.update(end.retained)
     state.kept.update(end.kept)

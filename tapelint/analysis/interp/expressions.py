@@ -111,6 +111,8 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
             info = frame.user_class(value)
             if info is not None and f"self.{attr}" in info.state:
                 out |= info.state[f"self.{attr}"]
+            elif attr in ops.MODULE_STATE_ATTRIBUTES:
+                continue  # a buffer (`bn.running_var`) or the configuration: no parameter
             else:
                 out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
         elif isinstance(value, SelfRef):

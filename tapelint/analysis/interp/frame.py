@@ -10,6 +10,7 @@ through the narrow `Recorder` protocol, never to the driver's internals.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Optional, Protocol
 
 import libcst as cst
@@ -33,6 +34,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
+from tapelint.analysis.syntax import whole_slice
 from tapelint.ops import Saves
 
 
@@ -195,13 +197,17 @@ class Frame:
             if isinstance(value, AbstractNode) and value.name is None and value is not OPAQUE:
                 value.name = key
         state.env[key] = vals
+        if state.facts or state.guards:
+            state.rebound(key)
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
         """`lst[i] = v` adds to the container; `t[i] = v` on a tensor is an index_put node."""
         base_vals = self.eval(target.value, state)
         lists = [v for v in base_vals if isinstance(v, ListRef)]
+        replaced = whole_slice(target)  # `lst[:] = new`: the old elements are gone
         for lst in lists:
-            state.env[lst.key] = state.env.get(lst.key, EMPTY) | vals
+            elements = self.elements(vals, state) if replaced else vals
+            state.env[lst.key] = elements if replaced else state.env.get(lst.key, EMPTY) | elements
         tensors = self.graph_values(base_vals, state)
         key = self.target_key(target)
         if tensors and not lists and key is not None and type(target.value) in (cst.Name, cst.Attribute):
@@ -220,6 +226,22 @@ class Frame:
         tracked = Tracked.UNKNOWN if flag is None else Tracked.YES if flag else Tracked.NO
         leaf = self.store.node(self, state, target, "requires_grad", (), Saves.NOTHING, tracked, leaf=True)
         state.env[base_key] = frozenset((leaf,))
+
+    def freeze(self, key: Optional[str], modules: Vals, state: State) -> Vals:
+        """`m.requires_grad_(False)`, or every parameter of `m` switched off:
+        `m` contributes no tracked leaf from here on — also where a container
+        built before holds it (`encoders = [enc1, enc2]`, then
+        `enc1.requires_grad_(False)`): freezing changes the module, not the name."""
+        frozen = {v: replace(v, frozen=True) for v in modules if isinstance(v, ModuleRef) and not v.frozen}
+        if not frozen:
+            return modules
+        for name, vals in list(state.env.items()):
+            if name.startswith("<list@") and any(v in frozen for v in vals):
+                state.env[name] = frozenset(frozen.get(v, v) for v in vals)
+        result = frozenset(frozen.get(v, v) for v in modules)
+        if key is not None:
+            state.env[key] = result
+        return result
 
     def bind_parameters(self, fn: cst.FunctionDef, state: State, method: bool, args: Optional[list]) -> None:
         params = list(fn.params.posonly_params) + list(fn.params.params)
@@ -289,6 +311,7 @@ class Frame:
         if info is not None and not info.initialised:
             self.recorder.initialise(info)
         return info
+
 
 
 def _decorated(fn: cst.FunctionDef, name: str) -> bool:

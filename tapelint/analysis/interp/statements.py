@@ -7,18 +7,19 @@ Dispatch is by exact node type."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
 from tapelint import ops
+from tapelint.analysis import paths
 from tapelint.analysis import state as lattice
 from tapelint.analysis import torch_api
-from tapelint.analysis.model import AbstractNode, ClassRef, ListRef, Loop, ModuleRef
+from tapelint.analysis.model import AbstractNode, Carried, ClassRef, ListRef, Loop, ModuleRef, Value
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import walk_statements
+from tapelint.analysis.syntax import walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     frame.eval(stmt.test, state)
     then, other = state.copy(), state.copy()
     _refine_none_test(frame, stmt.test, then, other)
+    _branch_facts(frame, stmt.test, state, then, other)
     then = frame.exec_block(stmt.body.body, then)
     if stmt.orelse is None:
         pass
@@ -63,6 +65,24 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     else:
         other = frame.exec_block(stmt.orelse.body.body, other)
     return State.join(then, other)
+
+
+def _branch_facts(frame: Frame, test: cst.BaseExpression, state: State, then: State, other: State) -> None:
+    """Each branch knows what its condition says (`paths`); a branch the
+    path's facts rule out is not taken."""
+    def key_of(name: str) -> Optional[str]:
+        vals = frame.resolve(name, state)
+        return None if vals is not None and any(isinstance(v, ListRef) for v in vals) else name
+
+    known = paths.decide(test, state.facts, key_of)
+    if known is False:
+        then.ended = True
+    else:
+        then.assume(paths.assumed(test, True, key_of))
+    if known is True:
+        other.ended = True
+    else:
+        other.assume(paths.assumed(test, False, key_of))
 
 
 def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other: State) -> None:
@@ -94,10 +114,46 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
         frame.bind(stmt.target, elements, s)
         return s
 
-    state = run_loop(frame, loop, bind, stmt.body.body, state)
+    per_element = elements if any(isinstance(v, ListRef) for v in iterable) else EMPTY
+    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element)
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
+
+
+def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
+    """A loop over a container's elements (`for l in losses: l.backward()`)
+    binds a different runtime tensor in each iteration: what one
+    iteration's walk released of an element's own graph is not the next
+    element's. Kept released: what was released before the loop, and what
+    a name outside the container also holds (`h` shared by every element)."""
+    new = [key for key in end.released if key not in entry.released and key[1] is None]
+    if not new:
+        return
+    own = _reachable((v for v in elements if isinstance(v, (AbstractNode, Carried))), True)
+    # (an earlier iteration's value of an outer loop is another tensor: not shared)
+    shared = _reachable((v for name, vals in entry.env.items() if not name.startswith("<")
+                         for v in vals if isinstance(v, AbstractNode)), False)
+    for key in new:
+        if id(key[0]) in own and id(key[0]) not in shared:
+            del end.released[key]
+
+
+def _reachable(roots: Iterable[Value], through_carried: bool) -> set[int]:
+    """Ids of the nodes a walk from `roots` may run (`through_carried`: into
+    earlier iterations' nodes too)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Carried) and not through_carried:
+            continue
+        node = value.node if isinstance(value, Carried) else value
+        if id(node) in seen or not isinstance(node, AbstractNode):
+            continue
+        seen.add(id(node))
+        stack.extend(node.parents)
+    return seen
 
 
 def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
@@ -115,11 +171,12 @@ def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst
 
 
 def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
-             state: State) -> State:
+             state: State, per_element: Vals = EMPTY) -> State:
     """Iterate the body to a fixed point. What reaches the head again is
     carried: this iteration's nodes become `Carried` stand-ins, and so do
     the released regions, which are then "released by an earlier
-    iteration"."""
+    iteration". `per_element`: the container elements a `for` binds, one
+    runtime tensor per iteration."""
     outer = frame.loops
     frame.loops = outer + (loop,)
     store = frame.store
@@ -142,6 +199,9 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             for other in continues:
                 end = State.join(end, other)
             last = end
+            if per_element:
+                end = end.copy()
+                _distinct_per_element(per_element, entry, end)
             new_head = State.join(entry, lattice.carry(end, loop, store.carry))
             if new_head.same(head) and store.changes == before:
                 break
@@ -280,9 +340,16 @@ def _delete(frame: Frame, target: cst.BaseExpression, state: State) -> None:
         for element in target.elements:  # type: ignore[attr-defined]
             _delete(frame, element.value, state)
         return
+    if type(target) is cst.Subscript and whole_slice(target):
+        for lst in (v for v in frame.eval(target.value, state) if isinstance(v, ListRef)):
+            state.env[lst.key] = EMPTY  # `del lst[:]` empties the container, every alias sees it
+        return
     key = frame.target_key(target)
     if key is not None:
         state.env.pop(key, None)
+        if state.facts or state.guards:
+            state.rebound(key)
+
 
 
 def _exec_assert(frame: Frame, small: cst.Assert, state: State) -> None:
@@ -374,8 +441,7 @@ def _freeze_parameters_loop(frame: Frame, stmt: cst.For, state: State) -> None:
             if name.startswith("self."):
                 state.env[name] = frozenset(replace(v, frozen=True) if isinstance(v, ModuleRef) else v for v in vals)
         return
-    vals = frame.lookup(key, state)
-    state.env[key] = frozenset(replace(v, frozen=True) if isinstance(v, ModuleRef) else v for v in vals)
+    frame.freeze(key, frame.lookup(key, state), state)
 
 
 def _switches_off_gradients(body: Sequence[cst.CSTNode]) -> bool:

@@ -1,0 +1,112 @@
+"""Path predicates (`analysis/paths.py`) and what they prune: facts of
+conditions on stable expressions, their contradictions, and the guards that
+carry them through joins and loop back edges."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from tapelint.analysis import paths
+from tapelint.analysis.driver import ModuleAnalysis
+from tapelint.analysis.paths import Fact, contradicts, decide
+from tapelint.settings import Settings
+
+
+def stable(name: str) -> str:
+    return name
+
+
+def test_literal_facts_on_one_key_exclude_each_other():
+    l2, huber = Fact("kind", '"l2"', True), Fact("kind", '"huber"', True)
+    assert contradicts(l2, huber)
+    assert not contradicts(l2, huber.negated())
+    assert contradicts(Fact("flag", None, True), Fact("flag", None, False))
+    assert not contradicts(Fact("a", None, True), Fact("b", None, False))
+
+
+def test_none_comparison_and_truthiness_agree():
+    is_none = Fact("cache", "None", True)
+    assert contradicts(is_none, Fact("cache", None, True))
+    assert not contradicts(is_none, Fact("cache", None, False))
+    assert contradicts(Fact("mode", '"train"', True), Fact("mode", None, False))
+
+
+@pytest.mark.parametrize(
+    "test, facts, expected",
+    [
+        ("not args.flag", {Fact("args.flag", None, True)}, False),
+        ("args.flag and other", {Fact("args.flag", None, False)}, False),
+        ("args.flag or other", {Fact("args.flag", None, True)}, True),
+        ('kind == "huber"', {Fact("kind", '"l2"', True)}, False),
+        ('kind != "huber"', {Fact("kind", '"l2"', True)}, True),
+        ("x is not None", {Fact("x", "None", True)}, False),
+        ("args.flag", {Fact("args.other", None, True)}, None),
+        ("step % 2 == 0", {Fact("step", None, True)}, None),
+    ],
+)
+def test_decide(test, facts, expected):
+    assert decide(cst.parse_expression(test), frozenset(facts), stable) is expected
+
+
+def test_assumed_takes_conjuncts_when_true_and_negated_disjuncts_when_false():
+    both = paths.assumed(cst.parse_expression("a and not b"), True, stable)
+    assert both == {Fact("a", None, True), Fact("b", None, False)}
+    neither = paths.assumed(cst.parse_expression("a or b"), False, stable)
+    assert neither == {Fact("a", None, False), Fact("b", None, False)}
+    assert paths.assumed(cst.parse_expression("a or b"), True, stable) == frozenset()
+
+
+def findings(code: str) -> list:
+    analysis = ModuleAnalysis(cst.parse_module(textwrap.dedent(code)), Settings())
+    analysis.run()
+    return analysis.results()
+
+
+def test_rebinding_forgets_the_fact():
+    """`flag` rebound inside the loop: the next iteration's test says
+    nothing about the last one's, so the reuse is found."""
+    found = findings("""
+        import torch
+        w = torch.nn.Parameter(torch.ones(3))
+        flag = True
+        for step in range(3):
+            if flag:
+                feats = (w * 2).exp()
+            flag = step < 0
+            feats.sum().backward()
+    """)
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
+def test_same_flag_twice_prunes_the_cross_iteration_path():
+    found = findings("""
+        import torch
+        w = torch.nn.Parameter(torch.ones(3))
+        for step in range(3):
+            if cfg.prior:
+                prior = (w * 2).exp().sum()
+            loss = (w * 3).exp().sum()
+            if cfg.prior:
+                loss = loss + prior
+            loss.backward()
+    """)
+    assert found == []
+
+
+def test_a_module_of_another_framework_is_not_analysed():
+    """d2l's `mxnet.py`: `autograd.record()` and `l.backward()` are MXNet's."""
+    code = textwrap.dedent("""
+        {imports}
+        w = np.ones(3, requires_grad=True)
+        for X in batches:
+            with autograd.record():
+                l = (w * X).exp().sum()
+            for step in range(2):
+                l.backward()
+    """)
+    assert findings(code.format(imports="from mxnet import autograd, np")) == []
+    as_torch = findings(code.format(imports="import torch as np\nfrom torch import autograd"))
+    assert [type(h).__name__ for h in as_torch] == ["RepeatedHazard"]
