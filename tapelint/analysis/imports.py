@@ -14,7 +14,6 @@ import libcst as cst
 
 from tapelint.analysis.syntax import walk_statements
 
-
 # Array frameworks with an autograd of their own, not PyTorch's.
 FOREIGN_FRAMEWORKS = ("mxnet", "jax", "tensorflow", "paddle", "oneflow", "mindspore")
 

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths
+from tapelint.analysis import paths, torch_api
 from tapelint.analysis import state as lattice
-from tapelint.analysis import torch_api
 from tapelint.analysis.model import AbstractNode, Carried, ClassRef, ListRef, Loop, ModuleRef, Value
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements, whole_slice
