@@ -60,13 +60,17 @@ def timed(command: Sequence[str], cwd: str, env: dict[str, str] | None = None) -
     done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):
+    if done.returncode != 0:
         print(f"  ! {' '.join(command[:3])} exited {done.returncode}: {done.stderr.strip()[-300:]}")
     return Timed(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.returncode)
 
 
 def tapelint(*arguments: str, jobs: int) -> list[str]:
-    return [sys.executable, "-m", "tapelint", "check", "--exit-zero", "-q", "--jobs", str(jobs), *arguments]
+    # The installed script, not `python -m`: that would put the linted folder
+    # on `sys.path` first, where torch's `types.py` shadows the standard library's.
+    script = os.path.join(os.path.dirname(sys.executable), "tapelint")
+    start = [script] if os.path.exists(script) else [sys.executable, "-m", "tapelint"]
+    return [*start, "check", "--exit-zero", "-q", "--jobs", str(jobs), *arguments]
 
 
 def copy_python_files(root: str, scratch: str) -> list[str]:
@@ -155,7 +159,8 @@ def linear_row(label: str, source: str, lint_source, settings) -> str:
 
 
 def clean_training_code(lines: int) -> str:
-    """Training functions written correctly (`.item()` accumulation, `zero_grad`, a model class), repeated."""
+    """Training functions written correctly (`.item()` accumulation, `zero_grad`, a model class),
+    repeated to at least `lines` lines."""
     header = ["import torch", "import torch.nn as nn", ""]
     block = [
         "class Net{i}(nn.Module):",
@@ -184,10 +189,10 @@ def clean_training_code(lines: int) -> str:
     ]
     out = list(header)
     i = 0
-    while len(out) < lines:
+    while len(out) < lines:  # whole blocks: a file cut mid-class would not parse
         out += [line.format(i=i) for line in block]
         i += 1
-    return "\n".join(out[:lines]) + "\n"
+    return "\n".join(out) + "\n"
 
 
 def load() -> str:

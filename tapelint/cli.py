@@ -213,7 +213,7 @@ def _check(args: argparse.Namespace) -> int:
 
         shown = discovery.files[:1] or ([stdin] if stdin is not None else args.paths[:1])
         sys.stdout.write(show_settings(shown, resolver, excluder, chosen_format,
-                                       None if disabled(args.no_cache) else args.cache_dir))
+                                       args.cache_dir, disabled(args.no_cache)))
         return EXIT_CLEAN
     baseline = _load_baseline(args.baseline) if args.baseline else None
     stdin_run: StdinRun | None = None
