@@ -7,7 +7,8 @@ bare parse with the same number of processes, plus linear cost per line.
 For each target (a corpus project folder, or `torch` for the installed
 package) its Python files are copied into a scratch folder (the edit below
 must not touch the real tree), then, each as a subprocess whose whole
-process tree's CPU-seconds are read with `RUSAGE_CHILDREN`, next to wall:
+process tree's CPU-seconds are read with `RUSAGE_CHILDREN`, next to wall
+(niced, as `corpus_run.py` runs them):
 
 1. bare: `bare_parse.py` over every file;
 2. cold: `tapelint check` with an empty cache;
@@ -29,40 +30,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bare_parse import count_lines
 from bench_findings import generate as generate_findings
 from corpus import python_files, torch_root
+from corpus_run import Timed
+from corpus_run import timed as corpus_timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@dataclass(frozen=True)
-class Timed:
-    wall: float
-    cpu: float
-    returncode: int
-
-
 def timed(command: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> Timed:
-    """Run `command`; CPU is the delta of the children's rusage (user + system)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """`corpus_run.timed` (niced, CPU of the whole process tree), saying when it failed."""
+    done = corpus_timed(command, cwd, env)
     if done.returncode != 0:
         print(f"  ! {' '.join(command[:3])} exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    return Timed(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.returncode)
+    return done
 
 
 def tapelint(*arguments: str, jobs: int) -> list[str]:
@@ -128,8 +117,10 @@ def bench_target(name: str, root: str, jobs: int, touch: str | None) -> None:
         alone = timed(tapelint("--no-cache", touched, *importers, jobs=jobs), tree, env)
     row = "  {:34} {:8.1f} s wall {:8.1f} s CPU"
     print(row.format("bare libcst parse", bare.wall, bare.cpu))
-    print(row.format("cold (empty cache)", cold.wall, cold.cpu) + f"   {cold.cpu / bare.cpu:5.2f}x bare (target <= 0.8)")
-    print(row.format("warm (nothing changed)", warm.wall, warm.cpu) + f"   {100 * warm.cpu / cold.cpu:5.1f}% of cold (target <= 5%)")
+    print(row.format("cold (empty cache)", cold.wall, cold.cpu)
+          + f"   {cold.cpu / bare.cpu:5.2f}x bare (target <= 0.8)")
+    print(row.format("warm (nothing changed)", warm.wall, warm.cpu)
+          + f"   {100 * warm.cpu / cold.cpu:5.1f}% of cold (target <= 5%)")
     target = 0.05 * cold.cpu + alone.cpu
     print(row.format(f"touched {os.path.relpath(touched, tree)[:25]}", after.wall, after.cpu)
           + f"   target <= {target:.1f} s CPU (5% of cold + its {len(importers)} importers)")

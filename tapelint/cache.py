@@ -46,7 +46,8 @@ import tempfile
 import types
 import typing
 from collections.abc import Mapping
-from functools import lru_cache
+from contextlib import suppress
+from functools import cache, lru_cache
 from typing import Any, Optional, Union
 
 from tapelint import __version__
@@ -134,7 +135,7 @@ def _list(value: Any) -> list:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(kind: type) -> dict[str, Any]:
     return typing.get_type_hints(kind, vars(sys.modules[kind.__module__]))
 
@@ -247,10 +248,8 @@ def _write_atomically(path: str, text: str) -> None:
             handle.write(text)
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         raise
 
 
@@ -284,7 +283,8 @@ def clean(directory: str) -> bool:
     if not os.path.isdir(directory):
         return False
     if not _is_cache(directory):
-        raise OSError(f"{directory} does not look like a tapelint cache (no .gitignore written by tapelint); not removed")
+        raise OSError(f"{directory} does not look like a tapelint cache (no .gitignore written by tapelint);"
+                      " not removed")
     shutil.rmtree(directory)
     return True
 

@@ -228,7 +228,8 @@ def _check(args: argparse.Namespace) -> int:
         from tapelint.runner import RunResult, default_jobs, lint_files
 
         cache = None if disabled(args.no_cache) else ResultCache(run_cache_directory(args.cache_dir, resolver))
-        run = lint_files(discovery.files, per_file, args.jobs or default_jobs(), cache) if discovery.files else RunResult(())
+        jobs = args.jobs or default_jobs()
+        run = lint_files(discovery.files, per_file, jobs, cache) if discovery.files else RunResult(())
     source_of = stdin_run.read_source if stdin_run else _source_or_none
     results = run.results
     unreadable = bool(discovery.errors)

@@ -393,7 +393,8 @@ def _die_with(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int, record: bool = False) -> tuple[Outcome, ...]:
+def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int,
+                record: bool = False) -> tuple[Outcome, ...]:
     outcomes: dict[int, Outcome] = {}
     # Largest first: the long tasks do not end up last on one core, and the
     # largest trees meet a worker's heap before other files have fragmented it.
