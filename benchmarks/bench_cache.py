@@ -87,7 +87,11 @@ def dependents(cache_dir: str) -> dict[str, list[str]]:
     return found
 
 
+ROW = "  {:34} {:8.1f} s wall {:8.1f} s CPU"
+
+
 def bench_target(name: str, root: str, jobs: int, touch: str | None) -> None:
+    """Each figure printed as soon as it is measured (the whole takes long on torch)."""
     with tempfile.TemporaryDirectory(prefix="tapelint-bench-") as scratch:
         tree = os.path.join(scratch, "tree")
         files = copy_python_files(root, tree)
@@ -95,14 +99,19 @@ def bench_target(name: str, root: str, jobs: int, touch: str | None) -> None:
         cache = os.path.join(scratch, "cache")
         env = {**os.environ, "TAPELINT_CACHE_DIR": cache}
         env.pop("TAPELINT_NO_CACHE", None)
-        print(f"{name}: {len(files)} files, {lines:,} lines, jobs {jobs}, load {load()}")
+        show(f"{name}: {len(files)} files, {lines:,} lines, jobs {jobs}, load {load()}")
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
             listing.write("".join(f"{path}\n" for path in files))
         bare = timed([sys.executable, os.path.join(HERE, "bare_parse.py"), "--jobs", str(jobs),
                       "--files-from", listing.name], tree)
         os.unlink(listing.name)
+        show(ROW.format("bare libcst parse", bare.wall, bare.cpu))
         cold = timed(tapelint(".", jobs=jobs), tree, env)
+        show(ROW.format("cold (empty cache)", cold.wall, cold.cpu)
+             + f"   {cold.cpu / bare.cpu:5.2f}x bare (target <= 0.8)")
         warm = timed(tapelint(".", jobs=jobs), tree, env)
+        show(ROW.format("warm (nothing changed)", warm.wall, warm.cpu)
+             + f"   {100 * warm.cpu / cold.cpu:5.1f}% of cold (target <= 5%)")
         users = dependents(cache)
         if touch is not None:
             touched = os.path.join(tree, touch)
@@ -115,16 +124,14 @@ def bench_target(name: str, root: str, jobs: int, touch: str | None) -> None:
             handle.write("\n# touched by bench_cache.py\n")
         after = timed(tapelint(".", jobs=jobs), tree, env)
         alone = timed(tapelint("--no-cache", touched, *importers, jobs=jobs), tree, env)
-    row = "  {:34} {:8.1f} s wall {:8.1f} s CPU"
-    print(row.format("bare libcst parse", bare.wall, bare.cpu))
-    print(row.format("cold (empty cache)", cold.wall, cold.cpu)
-          + f"   {cold.cpu / bare.cpu:5.2f}x bare (target <= 0.8)")
-    print(row.format("warm (nothing changed)", warm.wall, warm.cpu)
-          + f"   {100 * warm.cpu / cold.cpu:5.1f}% of cold (target <= 5%)")
     target = 0.05 * cold.cpu + alone.cpu
-    print(row.format(f"touched {os.path.relpath(touched, tree)[:25]}", after.wall, after.cpu)
-          + f"   target <= {target:.1f} s CPU (5% of cold + its {len(importers)} importers)")
-    print(row.format("  that file and its importers alone", alone.wall, alone.cpu))
+    show(ROW.format(f"touched {os.path.relpath(touched, tree)[:25]}", after.wall, after.cpu)
+         + f"   target <= {target:.1f} s CPU (5% of cold + its {len(importers)} importers)")
+    show(ROW.format("  that file and its importers alone", alone.wall, alone.cpu))
+
+
+def show(line: str) -> None:
+    print(line, flush=True)
 
 
 def bench_linear() -> None:

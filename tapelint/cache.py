@@ -27,10 +27,11 @@ the current directory). The directory gets a `.gitignore` of `*`.
 `tapelint clean` removes it; `--no-cache` (or `TAPELINT_NO_CACHE=1`)
 neither reads nor writes it.
 
-For a long-lived process (the language server's worker): build one
-`ResultCache` and call `lookup`/`store` around `runner.lint_one`'s work, or
-pass it to `runner.lint_files`; the per-process parse cache
-(`analysis.project.CACHE`) keeps imported modules parsed between lints.
+For a long-lived process (the language server's worker): keep one
+`ResultCache` and pass it to `runner.lint_one` (or `runner.lint_files`),
+calling `forget_digests` when files may have changed; the per-process parse
+cache (`analysis.project.CACHE`) keeps imported modules parsed, with their
+summaries, between lints.
 """
 
 from __future__ import annotations

@@ -122,10 +122,15 @@ def lint_files(files: Sequence[str], settings: Settings | Sequence[Settings], jo
         fresh = _in_workers([files[i] for i in todo], [per_file[i] for i in todo],
                             max(1, min(jobs, len(todo))), record=cache is not None)
         for index, outcome in zip(todo, fresh):
-            if cache is not None and outcome.dependencies is not None and not outcome.crashed:
-                cache.store(files[index], per_file[index], outcome.dependencies, outcome.result)
-            known[index] = replace(outcome, dependencies=None)
+            known[index] = _stored(cache, files[index], per_file[index], outcome)
     return RunResult(tuple(known[index] for index in range(len(files))))
+
+
+def _stored(cache: Optional[ResultCache], path: str, settings: Settings, outcome: Outcome) -> Outcome:
+    """`outcome` kept in `cache` (when it says what it depends on), without its dependencies."""
+    if cache is not None and outcome.dependencies is not None and not outcome.crashed:
+        cache.store(path, settings, outcome.dependencies, outcome.result)
+    return replace(outcome, dependencies=None)
 
 
 def _cached(cache: ResultCache, path: str, settings: Settings) -> Optional[FileResult]:
@@ -136,9 +141,17 @@ def _cached(cache: ResultCache, path: str, settings: Settings) -> Optional[FileR
     return cache.lookup(path, settings, data)
 
 
-def lint_one(path: str, settings: Settings) -> Outcome:
-    """Read and lint one file in this process; never raises (bar KeyboardInterrupt)."""
-    return _with_deep_stack(_read_and_lint, path, settings)
+def lint_one(path: str, settings: Settings, cache: Optional[ResultCache] = None) -> Outcome:
+    """Read and lint one file in this process; never raises (bar KeyboardInterrupt).
+    With `cache`, a stored result that still holds is returned unlinted and a
+    new one is stored: a long-lived process (the language server's worker)
+    keeps one `ResultCache`, and its parse cache keeps imported modules parsed."""
+    if cache is None:
+        return _with_deep_stack(_read_and_lint, path, settings)
+    found = _cached(cache, path, settings)
+    if found is not None:
+        return Outcome(found)
+    return _stored(cache, path, settings, _with_deep_stack(_read_and_lint_recorded, path, settings))
 
 
 def lint_text_contained(text: str, path: str, settings: Settings) -> Outcome:

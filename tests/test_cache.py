@@ -161,6 +161,20 @@ def test_a_cache_that_cannot_be_written_changes_nothing(project: Path, capsys) -
     assert run(capsys, "check", ".", "--format", "json", "--cache-dir", "blocked") == clean
 
 
+def test_a_long_lived_process_reuses_results_until_an_import_changes(project: Path, monkeypatch) -> None:
+    cache = ResultCache(str(project / "cache"))
+    lints: list[str] = []
+    real = runner._read_and_lint_recorded
+    monkeypatch.setattr(runner, "_read_and_lint_recorded", lambda path, settings: lints.append(path) or real(path, settings))
+    first = runner.lint_one("train.py", Settings(), cache)
+    assert first.result.diagnostics and lints == ["train.py"]
+    assert runner.lint_one("train.py", Settings(), cache) == first and lints == ["train.py"]
+    (project / "models.py").write_text(MODELS + "\n# edited\n")
+    cache.forget_digests()
+    assert runner.lint_one("train.py", Settings(), cache) == first  # same findings, linted again:
+    assert lints == ["train.py", "train.py"]
+
+
 def test_results_with_errors_are_not_cached(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_bytes(b"x = 1\0\n")
     cache = ResultCache(str(tmp_path / "cache"))
