@@ -3,7 +3,7 @@ their results instead of linting them again.
 
 One entry per checked file, named by what the result depends on besides
 the file's content — tapelint's version and code, the file's settings, its
-path (and the working directory when no project root is set) — and holding
+path (as given, and the working directory it is relative to) — and holding
 the content digest it was computed from, the file-system facts its lint
 relied on (`analysis.reads`: each first-party module it read, with its
 digest, and each path an import resolution found missing, a directory or a
@@ -198,7 +198,7 @@ class ResultCache:
             with open(self._entry_path(path, settings), encoding="utf-8") as handle:
                 entry = json.load(handle)
             if (not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint()
-                    or entry.get("path") != os.path.abspath(path) or entry.get("settings") != settings_key(settings)
+                    or entry.get("path") != _where(path) or entry.get("settings") != settings_key(settings)
                     or entry.get("digest") != reads.content_digest(data)):
                 return None
             facts = decode(tuple[tuple[str, str], ...], entry["facts"])
@@ -215,7 +215,7 @@ class ResultCache:
             return
         entry = {
             "fingerprint": fingerprint(),
-            "path": os.path.abspath(path),
+            "path": _where(path),
             "settings": settings_key(settings),
             "digest": dependencies.digest,
             "facts": encode(dependencies.facts),
@@ -228,7 +228,7 @@ class ResultCache:
             return
 
     def _entry_path(self, path: str, settings: Settings) -> str:
-        key = hashlib.blake2b(f"{os.path.abspath(path)}\0{settings_key(settings)}".encode(), digest_size=16)
+        key = hashlib.blake2b("\0".join((*_where(path), settings_key(settings))).encode(), digest_size=16)
         return os.path.join(self.entries, key.hexdigest() + ".json")
 
     def _prepare(self) -> None:
@@ -239,6 +239,13 @@ class ResultCache:
         if not os.path.exists(ignore):
             _write_atomically(ignore, "# Automatically created by tapelint.\n*\n")
         self._prepared = True
+
+
+def _where(path: str) -> list[str]:
+    """The file, and the path as given with the directory it is relative to:
+    a result names its files as they were given (`train.py` from the project,
+    `proj/train.py` from above it), so each spelling has its own entry."""
+    return [os.path.abspath(path), path, os.getcwd()]
 
 
 def _write_atomically(path: str, text: str) -> None:

@@ -113,6 +113,16 @@ def test_cold_warm_and_edited_runs_report_what_an_uncached_run_reports(project: 
     assert_same_as_uncached(outputs(capsys))
 
 
+def test_a_path_given_differently_reports_its_own_spelling(project: Path, capsys, monkeypatch) -> None:
+    (project / "pyproject.toml").write_text("[tool.tapelint]\n")  # the same settings from either directory
+    run(capsys, "check", ".", "--format", "json", "--cache-dir", str(project / "c"))
+    monkeypatch.chdir(project.parent)
+    spelled = f"{project.name}/other.py"
+    found = run(capsys, "check", spelled, "--format", "json", "--cache-dir", str(project / "c"))
+    assert {d["path"] for d in json.loads(found[1])["diagnostics"]} == {spelled}
+    assert found == run(capsys, "check", spelled, "--format", "json", "--no-cache")
+
+
 def test_settings_and_semantics_are_part_of_the_key(project: Path, capsys, linted) -> None:
     run(capsys, "check", ".", "--format", "json")
     linted.clear()
