@@ -78,11 +78,11 @@ class ProjectRun:
         return Counter(f.code for f in self.findings if f.semantics == semantics)
 
 
-def timed(command: Sequence[str]) -> Timed:
+def timed(command: Sequence[str], cwd: str | None = None, env: dict[str, str] | None = None) -> Timed:
     """Run `command` niced; CPU is the children's rusage delta (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(["nice", "-n", "10", *command], capture_output=True, text=True)
+    done = subprocess.run(["nice", "-n", "10", *command], capture_output=True, text=True, cwd=cwd, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

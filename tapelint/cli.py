@@ -6,6 +6,7 @@
     tapelint rules                every rule: code, name, summary
     tapelint explain [TEXT]       explain a pasted PyTorch or burn error (default: from stdin)
     tapelint lsp                  the language server, over stdio
+    tapelint clean                remove the result cache (`tapelint.cache`)
     tapelint run FILE / confirm PATH...   execute on the engine (`tapelint.engine_commands`)
 
 Exit codes (docs/output.md): 0 nothing found; 1 diagnostics reported, or a
@@ -65,8 +66,6 @@ EXIT_INTERRUPTED = 130
 # First words that are not commands but say what the user wanted.
 _MEANT = {"server": "lsp", "serve": "lsp", "language-server": "lsp", "lint": "check",
           "version": "--version", "help": "--help"}
-# Commands that do not exist yet, and what to say instead.
-_NOT_YET = {"clean": "tapelint keeps no cache yet, so there is nothing to clean"}
 
 
 @dataclass(frozen=True)
@@ -136,8 +135,6 @@ def _refuse_mistyped_command(word: str) -> None:
     typo, not a path to lint: say so rather than report a missing file."""
     if word.startswith("-") or "/" in word or "." in word or os.path.lexists(word):
         return
-    if word in _NOT_YET:
-        raise UsageError(f"unknown command {word!r}: {_NOT_YET[word]}")
     close = [_MEANT[word]] if word in _MEANT else difflib.get_close_matches(word, list(COMMANDS), n=1)
     if close:
         raise UsageError(f"unknown command {word!r}; did you mean {close[0]!r}?")
@@ -186,6 +183,14 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
                         help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
     parser.add_argument("--graph", metavar="DIR",
                         help="also draw each finding's abstract graph into DIR (DOT, and SVG with Graphviz)")
+    add_cache_dir(parser)
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+
+
+def add_cache_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="where results are cached (default: .tapelint_cache in the project root; "
+                             "env TAPELINT_CACHE_DIR; config: cache-dir)")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -203,10 +208,12 @@ def _check(args: argparse.Namespace) -> int:
         discovery = discover(args.paths, excluder)
     per_file = [resolver.settings_for(path) for path in discovery.files]
     if args.show_settings:
+        from tapelint.cache import disabled
         from tapelint.show_settings import show_settings
 
         shown = discovery.files[:1] or ([stdin] if stdin is not None else args.paths[:1])
-        sys.stdout.write(show_settings(shown, resolver, excluder, chosen_format))
+        sys.stdout.write(show_settings(shown, resolver, excluder, chosen_format,
+                                       args.cache_dir, disabled(args.no_cache)))
         return EXIT_CLEAN
     baseline = _load_baseline(args.baseline) if args.baseline else None
     stdin_run: StdinRun | None = None
@@ -217,9 +224,12 @@ def _check(args: argparse.Namespace) -> int:
     if stdin_run is not None:
         run = stdin_run.run
     else:
+        from tapelint.cache import ResultCache, disabled, run_cache_directory
         from tapelint.runner import RunResult, default_jobs, lint_files
 
-        run = lint_files(discovery.files, per_file, args.jobs or default_jobs()) if discovery.files else RunResult(())
+        cache = None if disabled(args.no_cache) else ResultCache(run_cache_directory(args.cache_dir, resolver))
+        jobs = args.jobs or default_jobs()
+        run = lint_files(discovery.files, per_file, jobs, cache) if discovery.files else RunResult(())
     source_of = stdin_run.read_source if stdin_run else _source_or_none
     results = run.results
     unreadable = bool(discovery.errors)
@@ -401,6 +411,28 @@ def _make_output_safe() -> None:
             reconfigure(errors="backslashreplace")
 
 
+# --- clean ------------------------------------------------------------------------
+
+
+def _configure_clean(parser: argparse.ArgumentParser) -> None:
+    add_cache_dir(parser)
+    parser.add_argument("--config", metavar="PATH", help="the pyproject.toml whose cache-dir to clean")
+    parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from tapelint.cache import clean, run_cache_directory
+    from tapelint.config import Resolver
+
+    directory = run_cache_directory(args.cache_dir, Resolver(config_file=args.config, isolated=args.isolated))
+    try:
+        removed = clean(directory)
+    except OSError as exc:
+        raise UsageError(f"cannot clean the cache: {exc}") from None
+    print(f"tapelint: {'removed' if removed else 'no cache at'} {directory}", file=sys.stderr)
+    return EXIT_CLEAN
+
+
 # --- lsp --------------------------------------------------------------------------
 
 
@@ -427,6 +459,7 @@ COMMANDS: dict[str, Command] = {
     "rules": Command("list every rule", _configure_rules, _rules),
     "explain": Command("explain a pasted PyTorch or burn error (or traceback)",
                        _lazy("tapelint.explain", "configure"), _lazy("tapelint.explain", "run")),
+    "clean": Command("remove the result cache", _configure_clean, _clean),
     "lsp": Command("run the language server over stdio (needs the lsp extra)", _configure_lsp, _lsp),
     "run": Command("execute a program on the engine and report graph reuse (needs the engine extra)",
                    _lazy("tapelint.graph_commands", "configure_run"), _lazy("tapelint.graph_commands", "run_command")),

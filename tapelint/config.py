@@ -25,6 +25,8 @@ are accepted wherever rules are named):
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
     src = ["src"]                 # where first-party imports are found (besides each file's directory)
+    cache-dir = ".tapelint_cache" # where results are cached (relative to this file; TAPELINT_CACHE_DIR and
+                                  # --cache-dir win; read from the configuration at the current directory)
 
 Globs are relative to the directory of the pyproject they come from. A glob
 without `/` matches any path component (`legacy`, `test_*.py`); one with
@@ -128,6 +130,7 @@ class Config:
     backward_functions: tuple[str, ...] = ()
     tracked_functions: tuple[str, ...] = ()
     src: tuple[str, ...] = ()  # absolute directories
+    cache_dir: str | None = None  # absolute
 
 
 @dataclass(frozen=True)
@@ -231,13 +234,15 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
         tracked_functions=reader.dotted_names("tracked-functions", get("tracked-functions", [])),
         src=tuple(os.path.join(os.path.dirname(os.path.abspath(path)), folder)
                   for folder in reader.strings("src", get("src", []))),
+        cache_dir=None if get("cache-dir") is None else os.path.join(
+            os.path.dirname(os.path.abspath(path)), reader.string("cache-dir", get("cache-dir"))),
     )
 
 
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
     "unsafe-fixes", "report-unused-suppressions", "output-format", "backward-functions", "tracked-functions",
-    "file-timeout", "file-memory-mb", "src",
+    "file-timeout", "file-memory-mb", "src", "cache-dir",
 )
 
 
@@ -252,6 +257,11 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise self.fail(key, f"expected a list of strings, got {_show(value)}")
         return tuple(value)
+
+    def string(self, key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"expected a non-empty string, got {_show(value)}")
+        return value
 
     def selectors(self, key: str, value: Any) -> tuple[Selector, ...]:
         found = []

@@ -24,6 +24,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from tapelint.analysis.driver import analyze_module
+from tapelint.analysis.project import CACHE as PARSED
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.origins import with_origins
 from tapelint.precheck import may_hold_hazard
@@ -60,7 +61,7 @@ def lint_source(source: str, path: str, settings: Settings, precheck: bool = Tru
             path, f"too large to check within the per-file memory budget ({settings.file_memory_mb} MB, about"
             f" {limit} KB of source; config `file-memory-mb`, flag `--file-memory-mb`)"),))
     try:
-        module = cst.parse_module(source)
+        module = PARSED.tree(path, source)  # shared with this process's importers of `path`
     except cst.ParserSyntaxError as exc:
         if not settings.enabled(ParseError.code):
             return FileResult(path)

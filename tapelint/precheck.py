@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 import re
 
+from tapelint.analysis import reads
 from tapelint.analysis.project import find_absolute, find_relative, roots_for
-from tapelint.files import SourceError, read_source
+from tapelint.files import SourceError, decode_source, read_bytes
 from tapelint.ops import PARAMETRIC_MODULES
 from tapelint.settings import Settings
 
@@ -76,7 +77,7 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
     for match in _IMPORT_LINE.finditer(source):
         dots, name, plain = match.groups()
         found = find_relative(len(dots), name, path) if dots else find_absolute(name or plain, roots)
-        if found is None or not os.path.isfile(found):
+        if found is None or not reads.is_file(found):
             continue
         marked, tracks = _markers_of(found, settings)
         if marked or (tracks and accumulates):
@@ -85,13 +86,15 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
 
 
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE)
-_MARKERS: dict[tuple, tuple[bool, bool]] = {}  # (path, mtime, size, names) -> (holds a marker, tracks)
+# (path, mtime, size, names) -> (holds a marker, tracks, content digest)
+_MARKERS: dict[tuple, tuple[bool, bool, str]] = {}
 
 
 def _markers_of(path: str, settings: Settings) -> tuple[bool, bool]:
     try:
         stat = os.stat(path)
     except OSError:
+        reads.path_state(path)
         return False, False
     key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
     found = _MARKERS.get(key)
@@ -99,12 +102,18 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool]:
         if len(_MARKERS) > 4096:
             _MARKERS.clear()
         try:
-            code = _COMMENT_LINE.sub("", read_source(path))
-            found = (_has_marker(code, settings), _tracks_by_construction(code))
+            data = read_bytes(path)
         except SourceError:
-            found = (False, False)
-        _MARKERS[key] = found
-    return found
+            reads.path_state(path)
+            return False, False
+        try:
+            code = _COMMENT_LINE.sub("", decode_source(data))
+            marked, tracks = _has_marker(code, settings), _tracks_by_construction(code)
+        except SourceError:
+            marked, tracks = False, False
+        found = _MARKERS[key] = (marked, tracks, reads.content_digest(data))
+    reads.note_content(path, found[2])
+    return found[0], found[1]
 
 
 def _has_marker(source: str, settings: Settings) -> bool:

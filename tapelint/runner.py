@@ -43,13 +43,15 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from tapelint import debug
+from tapelint.analysis import reads
+from tapelint.cache import Dependencies, ResultCache
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.document import lint_document
-from tapelint.files import SourceError, read_source
+from tapelint.files import SourceError, decode_source, read_bytes, read_source
 from tapelint.lint import TOO_DEEP
 from tapelint.settings import Settings
 
@@ -72,10 +74,12 @@ _LARGE_FILE = 64 * 1024
 
 @dataclass(frozen=True)
 class Outcome:
-    """One file's result; `crashed` when tapelint itself failed on it (exit 2)."""
+    """One file's result; `crashed` when tapelint itself failed on it (exit 2);
+    `dependencies` (when asked for) what the result was computed from, for the cache."""
 
     result: FileResult
     crashed: bool = False
+    dependencies: Optional[Dependencies] = None
 
 
 @dataclass(frozen=True)
@@ -98,19 +102,56 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def lint_files(files: Sequence[str], settings: Settings | Sequence[Settings], jobs: int) -> RunResult:
+def lint_files(files: Sequence[str], settings: Settings | Sequence[Settings], jobs: int,
+               cache: Optional[ResultCache] = None) -> RunResult:
     """Lint `files` with up to `jobs` worker processes; `settings` is one for
     all files or one per file (from their configuration), sent to the workers
-    with each file."""
+    with each file. With `cache`, a file whose stored result still holds is
+    not linted, and every new result is stored."""
     per_file = (settings,) * len(files) if isinstance(settings, Settings) else tuple(settings)
     if not files:
         return RunResult(())
-    return RunResult(_in_workers(files, per_file, max(1, min(jobs, len(files)))))
+    known: dict[int, Outcome] = {}
+    if cache is not None:
+        for index, path in enumerate(files):
+            found = _cached(cache, path, per_file[index])
+            if found is not None:
+                known[index] = Outcome(found)
+    todo = [index for index in range(len(files)) if index not in known]
+    if todo:
+        fresh = _in_workers([files[i] for i in todo], [per_file[i] for i in todo],
+                            max(1, min(jobs, len(todo))), record=cache is not None)
+        for index, outcome in zip(todo, fresh):
+            known[index] = _stored(cache, files[index], per_file[index], outcome)
+    return RunResult(tuple(known[index] for index in range(len(files))))
 
 
-def lint_one(path: str, settings: Settings) -> Outcome:
-    """Read and lint one file in this process; never raises (bar KeyboardInterrupt)."""
-    return _with_deep_stack(_read_and_lint, path, settings)
+def _stored(cache: Optional[ResultCache], path: str, settings: Settings, outcome: Outcome) -> Outcome:
+    """`outcome` kept in `cache` (when it says what it depends on), without its dependencies."""
+    if cache is not None and outcome.dependencies is not None and not outcome.crashed:
+        cache.store(path, settings, outcome.dependencies, outcome.result)
+    return replace(outcome, dependencies=None)
+
+
+def _cached(cache: ResultCache, path: str, settings: Settings) -> Optional[FileResult]:
+    try:
+        data = read_bytes(path)
+    except SourceError:
+        return None  # linting it reports why
+    return cache.lookup(path, settings, data)
+
+
+def lint_one(path: str, settings: Settings, cache: Optional[ResultCache] = None) -> Outcome:
+    """Read and lint one file in this process; never raises (bar KeyboardInterrupt).
+    With `cache`, a stored result that still holds is returned unlinted and a
+    new one is stored: a long-lived process (the language server's worker)
+    keeps one `ResultCache`, and its parse cache keeps imported modules parsed."""
+    if cache is None:
+        return _with_deep_stack(_read_and_lint, path, settings)
+    found = _cached(cache, path, settings)
+    if found is not None:
+        return Outcome(found)
+    return _stored(cache, path, settings, _with_deep_stack(_read_and_lint_recorded, path, settings))
 
 
 def lint_text_contained(text: str, path: str, settings: Settings) -> Outcome:
@@ -125,22 +166,40 @@ class _Task:
     path: str
     settings: Settings
     text: Optional[str] = None  # None: read the file
+    record: bool = False  # return the result's `Dependencies` (for the cache)
 
 
 def _lint_task(task: _Task) -> Outcome:
     """In a worker: one file under its budget."""
     _DeepStackThread.get()  # its stack is the worker's, not the file's
     with _budget(task.settings):
+        if task.record:
+            return _with_deep_stack(_read_and_lint_recorded, task.path, task.settings)
         return _with_deep_stack(_read_and_lint, task.path, task.settings, task.text)
 
 
-def _read_and_lint(path: str, settings: Settings, text: Optional[str] = None) -> Outcome:
+def _read_and_lint_recorded(path: str, settings: Settings) -> Outcome:
+    """`_read_and_lint`, with what the result depends on: the digest of the
+    bytes it linted and what its lint looked up on disk (`analysis.reads`)."""
+    try:
+        data = read_bytes(path)
+    except SourceError as exc:
+        return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
+    with reads.recording() as facts:
+        outcome = _read_and_lint(path, settings, data=data)
+    return replace(outcome, dependencies=Dependencies(reads.content_digest(data), tuple(sorted(facts.items()))))
+
+
+def _read_and_lint(path: str, settings: Settings, text: Optional[str] = None, data: Optional[bytes] = None) -> Outcome:
     try:
         with warnings.catch_warnings():
             # Parsing user code can warn (invalid escape sequences): not ours to print.
             warnings.simplefilter("ignore")
             try:
-                source = read_source(path) if text is None else text
+                if text is not None:
+                    source = text
+                else:
+                    source = decode_source(data) if data is not None else read_source(path)
             except SourceError as exc:
                 return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
             result = lint_document(source, path, settings)
@@ -347,16 +406,17 @@ def _die_with(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int) -> tuple[Outcome, ...]:
+def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int,
+                record: bool = False) -> tuple[Outcome, ...]:
     outcomes: dict[int, Outcome] = {}
     # Largest first: the long tasks do not end up last on one core, and the
     # largest trees meet a worker's heap before other files have fragmented it.
     pending = deque(sorted(range(len(files)), key=lambda index: -_size(files[index])))
     while pending:
-        suspects = _run_pool(files, pending, settings, jobs, outcomes)
+        suspects = _run_pool(files, pending, settings, jobs, outcomes, record)
         # The pool broke: one of the suspects killed its worker. Run each alone.
         for index in suspects:
-            outcomes[index] = _run_alone(_Task(files[index], settings[index]))
+            outcomes[index] = _run_alone(_Task(files[index], settings[index], record=record))
     return tuple(outcomes[index] for index in range(len(files)))
 
 
@@ -408,7 +468,8 @@ def _size(path: str) -> int:
 
 
 def _run_pool(
-    files: Sequence[str], pending: deque[int], settings: Sequence[Settings], jobs: int, outcomes: dict[int, Outcome]
+    files: Sequence[str], pending: deque[int], settings: Sequence[Settings], jobs: int, outcomes: dict[int, Outcome],
+    record: bool = False,
 ) -> list[int]:
     """Lint `pending` (consumed) into `outcomes`; if the pool breaks, return
     the indexes that were in flight, whose outcome is unknown."""
@@ -419,7 +480,7 @@ def _run_pool(
             while pending and len(in_flight) < jobs * _IN_FLIGHT_PER_WORKER:
                 index = pending.popleft()
                 try:
-                    in_flight[executor.submit(_lint_task, _Task(files[index], settings[index]))] = index
+                    in_flight[executor.submit(_lint_task, _Task(files[index], settings[index], record=record))] = index
                 except BrokenProcessPool:
                     return [index, *in_flight.values()]
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from tapelint.cache import run_cache_directory
 from tapelint.config import ConfigExcluder, Resolver
 
 
-def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcluder, output_format: str) -> str:
+def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcluder, output_format: str,
+                  cache_dir: str | None = None, no_cache: bool = False) -> str:
+    """`cache_dir` and `no_cache`: the `--cache-dir` and `--no-cache` flags."""
     path = paths[0]
     config = resolver.config_for(path if os.path.isfile(path) else os.path.join(path, "-"))
     settings = resolver.settings_for(path)
@@ -32,6 +35,7 @@ def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcl
         ("report-unused-suppressions", _flag(settings.report_unused_suppressions)),
         ("backward-functions", _globs(settings.backward_functions)),
         ("tracked-functions", _globs(settings.tracked_functions)),
+        ("cache-dir", "none (--no-cache)" if no_cache else run_cache_directory(cache_dir, resolver)),
     ]
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name.ljust(width)}  {value}\n" for name, value in rows)

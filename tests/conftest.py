@@ -9,8 +9,16 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests compare fresh lints (some patch the analysis, which the cache
+    cannot see): the result cache is off unless a test turns it on."""
+    monkeypatch.setenv("TAPELINT_NO_CACHE", "1")

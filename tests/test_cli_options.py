@@ -46,10 +46,18 @@ def test_a_mistyped_command_is_named_not_linted(project: Path, capsys, argv: lis
     assert err == f"tapelint: error: unknown command {argv[0]!r}; did you mean {meant!r}?\n"
 
 
-def test_clean_says_there_is_no_cache_yet(project: Path, capsys) -> None:
+def test_clean_removes_the_cache_of_a_run_and_only_a_cache(project: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("TAPELINT_NO_CACHE")
+    (project / "t.py").write_text(TWICE)
+    assert run(capsys, "check", "t.py")[0] == 1
+    assert (project / ".tapelint_cache" / ".gitignore").read_text().endswith("*\n")
     code, _, err = run(capsys, "clean")
-    assert code == 2
-    assert err == "tapelint: error: unknown command 'clean': tapelint keeps no cache yet, so there is nothing to clean\n"
+    assert (code, err) == (0, f"tapelint: removed {project / '.tapelint_cache'}\n")
+    assert not (project / ".tapelint_cache").exists()
+    assert run(capsys, "clean")[2] == f"tapelint: no cache at {project / '.tapelint_cache'}\n"
+    (project / "mine").mkdir()
+    code, _, err = run(capsys, "clean", "--cache-dir", "mine")
+    assert code == 2 and "does not look like a tapelint cache" in err and (project / "mine").is_dir()
 
 
 def test_an_existing_path_is_a_path_even_if_it_reads_like_a_command(project: Path, capsys) -> None:

@@ -166,6 +166,7 @@ def test_resolution_is_cached_per_directory(tmp_path):
         ('per-file-ignores = {"t/*" = ["nope"]}', "per-file-ignores.'t/*': unknown rule or prefix 'nope'"),
         ('backward-functions = ["trainer backward"]', "backward-functions: 'trainer backward' is not a dotted"),
         ('extend-exclude = "data"', "extend-exclude: expected a list of strings"),
+        ("cache-dir = 1", "cache-dir: expected a non-empty string, got a number (1)"),
         ("select = [", "invalid TOML"),
     ],
 )
@@ -177,6 +178,25 @@ def test_bad_configuration_is_one_line_exit_2(tmp_path, monkeypatch, capsys, bod
     assert code == 2 and document == {}
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("tapelint: error: pyproject.toml: ") and expected in err
+
+
+def test_cache_dir_key_is_relative_to_its_file_and_the_flag_and_variable_win(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("TAPELINT_NO_CACHE")
+    monkeypatch.delenv("TAPELINT_CACHE_DIR", raising=False)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text(TL003)
+    write_config(tmp_path, 'cache-dir = "build/lint-cache"')
+    monkeypatch.chdir(tmp_path / "sub")
+    configured = tmp_path / "build" / "lint-cache"
+    assert main(["check", "--show-settings", "a.py"]) == 0
+    assert f"cache-dir                   {configured}\n" in capsys.readouterr().out
+    assert run(capsys, "a.py")[0] == 1
+    assert list(configured.glob("*/*.json")) and not (tmp_path / ".tapelint_cache").exists()
+    monkeypatch.setenv("TAPELINT_CACHE_DIR", str(tmp_path / "from-env"))
+    assert run(capsys, "a.py")[0] == 1 and (tmp_path / "from-env" / ".gitignore").is_file()
+    assert run(capsys, "a.py", "--cache-dir", str(tmp_path / "flag"))[0] == 1 and (tmp_path / "flag").is_dir()
+    assert main(["check", "--show-settings", "--no-cache", "a.py"]) == 0
+    assert "cache-dir                   none (--no-cache)\n" in capsys.readouterr().out
 
 
 def test_bad_config_option(tmp_path, monkeypatch, capsys):

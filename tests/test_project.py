@@ -238,7 +238,20 @@ def test_each_module_is_parsed_once_while_unchanged(tmp_path):
     first = cache.module(path)
     assert first is not None and cache.module(path) is first
     os.utime(path, ns=(1, 1))
+    assert cache.module(path) is first  # touched, same text: no second parse
+    with open(path, "a") as handle:
+        handle.write("\nX = 1\n")
     assert cache.module(path) is not first
+
+
+def test_a_linted_file_and_its_importers_share_one_parse(tmp_path):
+    write(tmp_path, {"models.py": MODEL})
+    cache = ModuleCache()
+    path = str(tmp_path / "models.py")
+    linted = cache.tree(path, MODEL)
+    assert cache.module(path) is linted  # an importer after the lint
+    assert cache.tree(path, MODEL) is linted  # linted again, unchanged
+    assert cache.tree(path, MODEL + "\nX = 1\n") is not linted  # an editor's unsaved text
 
 
 def test_cache_is_bounded(tmp_path):

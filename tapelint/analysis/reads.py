@@ -1,0 +1,119 @@
+"""What one file's lint learnt from the file system besides the file itself:
+which paths were files, directories or missing when imports were resolved,
+and the content of every other file it read (an imported module, a module
+the pre-check scanned for markers).
+
+These facts are what a result depends on beyond its own text and settings,
+so the cache (`tapelint.cache`) stores them with the result and reuses the
+result only while every one still holds: editing an imported module, adding
+a file that an import would now resolve to, or deleting one, invalidates
+exactly the importers that looked at it. Recording is on only inside
+`recording()`; each process lints one file at a time, so one active record
+per process is enough.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Optional
+
+MISSING = "missing"
+DIRECTORY = "dir"
+FILE = "file"  # a file whose content was not read, only its existence used
+
+
+def content_digest(data: bytes) -> str:
+    """The key of a file's content (not a security boundary: 128 bits of blake2b)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+_active: list[dict[str, str]] = []
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, str]]:
+    """Collect, into the yielded dict (path -> state or content digest), what
+    the code run inside looks up on disk; an enclosing recording gets the
+    same facts."""
+    facts: dict[str, str] = {}
+    _active.append(facts)
+    try:
+        yield facts
+    finally:
+        _active.remove(facts)
+        replay(facts.items())
+
+
+def replay(facts: Iterable[tuple[str, str]]) -> None:
+    """Note again facts recorded earlier (by a cached computation that relied on them)."""
+    if _active:
+        for path, state in facts:
+            _note(path, state)
+
+
+def _note(path: str, state: str) -> None:
+    if not _active:
+        return
+    facts = _active[-1]
+    if state == FILE and facts.get(path, FILE) != FILE:
+        return  # its content digest says more than its existence
+    facts[path] = state
+
+
+def path_state(path: str) -> str:
+    """`FILE`, `DIRECTORY` or `MISSING` (what `os.path.isfile/isdir` would
+    say), noted as a fact the current lint relies on."""
+    state = _stat_state(path)
+    _note(path, state)
+    return state
+
+
+def is_file(path: str) -> bool:
+    return path_state(path) == FILE
+
+
+def is_dir(path: str) -> bool:
+    return path_state(path) == DIRECTORY
+
+
+def note_content(path: str, digest: str) -> None:
+    """The current lint used the content of `path`, whose digest is `digest`."""
+    _note(path, digest)
+
+
+def _stat_state(path: str) -> str:
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return MISSING
+    if stat.S_ISDIR(mode):
+        return DIRECTORY
+    return FILE if stat.S_ISREG(mode) else MISSING
+
+
+def current_state(path: str, recorded: str, digests: Optional[dict[str, Optional[str]]] = None) -> str:
+    """What `path` is now, in the terms `recorded` was noted in (a digest
+    when a digest was recorded). `digests` memoises content digests over one
+    run, where many files depend on the same module."""
+    state = _stat_state(path)
+    if state != FILE or recorded in (FILE, MISSING, DIRECTORY):
+        return state
+    if digests is not None and path in digests:
+        return digests[path] or MISSING
+    try:
+        with open(path, "rb") as handle:
+            digest: Optional[str] = content_digest(handle.read())
+    except OSError:
+        digest = None
+    if digests is not None:
+        digests[path] = digest
+    return digest or MISSING
+
+
+def still_hold(facts: Mapping[str, str], digests: Optional[dict[str, Optional[str]]] = None) -> bool:
+    """Every recorded fact is still true on disk."""
+    return all(current_state(path, state, digests) == state for path, state in facts.items())
