@@ -111,6 +111,15 @@ class ModuleRef:
     recurrent: bool = False
     frozen: bool = False  # `requires_grad_(False)` / parameters switched off
     user_class: Optional[cst.ClassDef] = field(default=None, repr=False)
+    # Where a torch layer is constructed: which parameters an optimizer
+    # updates and which a graph saved are told apart by it (TL007).
+    site: Optional[cst.CSTNode] = field(default=None, repr=False)
+
+    @property
+    def owner(self) -> Optional[cst.CSTNode]:
+        """What identifies this module's own parameters: its construction
+        site, or for an instance of a user class, the class."""
+        return self.site if self.site is not None else self.user_class
 
 
 @dataclass(eq=False)
@@ -202,3 +211,16 @@ class BackwardEvent:
     is_grad: bool = False  # torch.autograd.grad (does not touch .grad)
     creates_graph: bool = False
     context: tuple = ()  # the chain of inlined calls it runs under
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """A call that changes parameters in place (`optimizer.step()`, TL007):
+    the graphs created before it that saved one of those parameters are stale."""
+
+    call: cst.Call
+    loops: tuple[Loop, ...]
+    context: tuple  # the chain of inlined calls it runs under
+    optimizer: str  # the user's name for the optimizer ("optimizer_D")
+    updates: str  # what it updates, as written ("discriminator.parameters()")
+    owners: frozenset = field(repr=False)  # the owners of the parameters it updates (`staleness.owners`)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from tapelint.analysis import torch_api
+from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.statements import note_accumulation
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
@@ -140,6 +140,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         return EMPTY
     if method in torch_api.BARRIER_METHODS and not known_tensors:
         state.retained.clear()
+        if method == "step":
+            staleness.on_step(frame, call, func, receiver, args, state)
     if method in torch_api.PREPARE_METHODS and not tensors and not any(
             isinstance(v, (ModuleRef, ListRef, SelfRef)) for v in receiver):
         # `accelerator.prepare(model, opt, loader)` returns what it is given, wrapped.
@@ -321,7 +323,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     callee_owner = owner if owner is not None else (frame.owner if nested else None)
     callee = frame.callee(fn, call, callee_owner, fallback)
     inner = State({}, state.released, state.retained, state.kept,
-                  state.no_grad or home.is_no_grad_function(fn))
+                  state.no_grad or home.is_no_grad_function(fn), state.stale)
     inner.env.update({k: v for k, v in state.env.items()
                       if k.startswith("<list@") or (share_self and k.startswith("self."))})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
@@ -332,6 +334,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     state.released.update(end.released)
     state.retained.update(end.retained)
     state.kept.update(end.kept)
+    state.stale.update(end.stale)
     result: set = set()
     for vals in callee.returns:
         result |= vals
