@@ -115,5 +115,8 @@ class StaleHazard(Hazard):
     fails_at: BackwardEvent
     module: str  # the module whose parameter was saved, as the user's scope names it
     loop: Optional[Loop]  # set when the stale node is the previous iteration's of this loop (carried)
+    # The call in the backward's scope through which a node made in a callee
+    # (`discriminator(real)` running `forward`) was created: where the user reads it.
+    anchor: Optional[cst.CSTNode]
     # The earlier `retain_graph=True` walk that kept the graph for this one, if any.
     kept_by: Optional[BackwardEvent]

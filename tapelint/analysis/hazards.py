@@ -229,6 +229,7 @@ class HazardLog:
             module=module_name(node, step, event, self.store),
             kept_by=state.kept.get(key),
             loop=age,
+            anchor=_definition_site(node, event),
         )
 
     def _check_retained(self, event: BackwardEvent, state: State) -> None:

@@ -40,6 +40,7 @@ from tapelint.analysis.model import (
     AbstractNode,
     BackwardEvent,
     Carried,
+    FunctionRef,
     ListRef,
     ModuleRef,
     StepEvent,
@@ -191,6 +192,11 @@ def owners(frame: Frame, roots: Iterable[cst.CSTNode]) -> frozenset:
 def on_step(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Vals, args: list, state: State) -> None:
     """`optimizer.step()` (or `scaler.step(optimizer)`): every node reachable
     from a live binding that saved one of the updated parameters is stale."""
+    if any(isinstance(v, FunctionRef) for _, vals in args for v in vals):
+        # `optimizer.step(closure)` (LBFGS) runs the closure's forward and backward
+        # before it updates; the interpreter runs the closure after this call, so
+        # marking now would make the closure's own fresh graph look stale.
+        return
     stepped = [v for v in receiver if isinstance(v, OptimizerRef)]
     name = dotted_name(func.value) or "optimizer"
     if not stepped:
@@ -279,14 +285,14 @@ def stale_walks(event: BackwardEvent, state: State, store: StoreView) -> list[tu
 
 def module_name(node: AbstractNode, step: StepEvent, event: BackwardEvent, store: StoreView) -> str:
     """Whose parameters `node` saved, as the user's scope names it: the
-    call through which a module's forward ran (`discriminator(...)`), the
-    layer called, or the parameter itself (`scale` in `x * scale`)."""
-    leaf = saved_parameter(node, step.owners, store)
-    if leaf is not None and not (leaf.op[:1].isupper() and leaf.op != "Parameter"):
-        return leaf.name or store.display_name(leaf)
+    call through which a module's forward ran (`discriminator(...)`), else
+    the parameter itself (`scale` in `x * scale`) or the layer called."""
     depth = len(event.context)
     if node.context[:depth] == event.context and len(node.context) > depth:
         call = node.context[depth]
         if type(call) is cst.Call:
             return dotted_name(call.func) or node.op
+    leaf = saved_parameter(node, step.owners, store)
+    if leaf is not None and not (leaf.op[:1].isupper() and leaf.op != "Parameter"):
+        return leaf.name or store.display_name(leaf)
     return node.op[:-5] if node.op.endswith("(...)") else node.op

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from tapelint.analysis.findings import HazardKind, StaleHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety
 from tapelint.fixes.edits import fix_of
@@ -39,9 +41,10 @@ class StaleGraph(Rule[StaleHazard]):
     before the step; recomputing the forward after the step builds the loss
     with the new weights; adding the losses backwards both with the old
     ones. The edit moves the step after the failing backward only when both
-    are statements of one block, the step is a bare `name.step()` and only
-    backwards and `step`/`zero_grad` calls of other optimizers stand in
-    between; it is unsafe. The others are suggestions.
+    are statements of one block, the step is a bare `name.step()` and the
+    statements between them are simple ones that do not name that
+    optimizer; it is unsafe (the step's gradients now include the later
+    loss's). The others are suggestions.
     """
 
     code = "TL007"
@@ -93,16 +96,18 @@ g_loss.backward()
     def report(self, hazard: StaleHazard, ctx: ReportContext) -> Diagnostic:
         step = hazard.step
         step_line = ctx.line_of(step.call)
-        definition = ctx.line_of(hazard.definition)
+        site = hazard.anchor if hazard.anchor is not None else hazard.definition
+        definition = ctx.line_of(site)
+        value = _name_at(site, ctx) if hazard.anchor is not None else hazard.value
         kept = ""
         if hazard.kept_by is not None:
             kept = (f" retain_graph=True at line {ctx.line_of(hazard.kept_by.call)} kept the graph, "
                     f"not the old weights.")
         carried = f" (carried from the previous iteration of {loop_phrase(hazard, ctx)})" if hazard.loop else ""
         message = (
-            f"`{hazard.value}` (line {definition}){carried} saved parameters of `{hazard.module}` that "
+            f"`{value}` (line {definition}){carried} saved parameters of `{hazard.module}` that "
             f"`{step.optimizer}.step()` at line {step_line} changes in place (it updates {step.updates}); "
-            f"this backward walks `{hazard.value}` after the step, so PyTorch fails here (\"modified by an "
+            f"this backward walks `{value}` after the step, so PyTorch fails here (\"modified by an "
             f"inplace operation\").{kept} Step after all backwards, recompute the forward after the step, "
             f"or add the losses and backward once."
         )
@@ -112,8 +117,8 @@ g_loss.backward()
             anchor=hazard.fails_at.call,
             message=message,
             related=(
-                Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
-                        f"`{hazard.value}` is computed here, saving the parameters of `{hazard.module}`"),
+                Related(Role.DEFINITION, ctx.path, ctx.range_of(site),
+                        f"`{value}` is computed here, saving the parameters of `{hazard.module}`"),
                 Related(Role.STEP, ctx.path, ctx.range_of(step.call),
                         f"`{step.optimizer}.step()` changes them in place"),
                 Related(Role.FAILS_AT, ctx.path, ctx.range_of(hazard.fails_at.call),
@@ -124,8 +129,18 @@ g_loss.backward()
                        f"call `{step.optimizer}.step()` after this backward (its gradients then include this loss's)",
                        reorder_step_edits(hazard, ctx)),
                 fix_of(FixKind.RECOMPUTE, Safety.UNSAFE,
-                       f"recompute `{hazard.value}` after `{step.optimizer}.step()` (the loss then uses the new weights)",
+                       f"recompute `{value}` after `{step.optimizer}.step()` (the loss then uses the new weights)",
                        ()),
                 fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once, before the step", ()),
             ),
         )
+
+
+def _name_at(call: cst.CSTNode, ctx: ReportContext) -> str:
+    """What the user's scope calls the result of `call`: the name it is
+    assigned to (`d_real = discriminator(real)`), else the call, abbreviated."""
+    statement = ctx.names.ancestor(call, (cst.Assign,))
+    if isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1:
+        return ctx.code_of(statement.targets[0].target)
+    text = ctx.code_of(call).strip()
+    return text if len(text) <= 40 else text[:37] + "..."

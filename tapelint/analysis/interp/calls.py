@@ -62,6 +62,8 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = args[0][1] if args else EMPTY  # `torch.compile(model)`, `DDP(model)`: the module itself
     elif name is not None and name in torch_api.MODULE_FACTORIES:
         result = _library_module(args, name)
+    elif name is not None and name in torch_api.CHAINING_CALLS:
+        result = frozenset(v for _, vals in args for v in frame.elements(vals, state))
     elif name is not None and (name == "torch" or name.startswith("torch.")):
         result = torch_call(frame, call, name, args, state)
     elif type(func) is cst.Attribute and raw is not None and (bound := frame.resolve(raw, state)) is not None:
