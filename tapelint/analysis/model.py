@@ -215,12 +215,13 @@ class BackwardEvent:
 
 @dataclass(frozen=True)
 class StepEvent:
-    """A call that changes parameters in place (`optimizer.step()`, TL007):
-    the graphs created before it that saved one of those parameters are stale."""
+    """Where parameters change in place (`optimizer.step()`, or an update by
+    hand such as `p -= lr * p.grad` under `no_grad`; TL007): the graphs created
+    before it that saved one of those parameters are stale."""
 
-    call: cst.Call
+    call: cst.CSTNode  # the step call, or the updating statement or call
     loops: tuple[Loop, ...]
     context: tuple  # the chain of inlined calls it runs under
-    optimizer: str  # the user's name for the optimizer ("optimizer_D")
+    label: str  # what the user wrote: "optimizer_D.step()", "p -= lr * p.grad"
     updates: str  # what it updates, as written ("discriminator.parameters()")
     owners: frozenset = field(repr=False)  # the owners of the parameters it updates (`staleness.owners`)

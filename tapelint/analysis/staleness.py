@@ -205,9 +205,33 @@ def on_step(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Vals, a
     if not stepped:
         return
     updated = owners(frame, (root for opt in stepped for root in opt.roots))
+    _mark(frame, StepEvent(call, frame.loops, frame.context, f"{name}.step()", stepped[0].updates, updated), state)
+
+
+def on_update(frame: Frame, site: cst.CSTNode, target: Vals, state: State) -> None:
+    """An in-place change of parameters by hand under `no_grad` (`p -= lr *
+    p.grad`, `p.copy_(...)`, `p.add_(...)` with `p` from `m.parameters()`):
+    like a step of those parameters. (`p.data.add_(...)` is not one: `.data`
+    has a version counter of its own, so PyTorch does not notice.)"""
+    if not state.no_grad:
+        return  # on a parameter that requires grad, PyTorch refuses the in-place op itself
+    leaves = [v for v in target if isinstance(v, AbstractNode) and v.leaf and v is not OPAQUE
+              and v.tracked is Tracked.YES]
+    if not leaves:
+        return
+    text = frame.program.module.code_for_node(site).strip()
+    label = text if len(text) <= 50 else text[:47] + "..."
+    names = ", ".join(dict.fromkeys(leaf.name or "its parameters" for leaf in leaves))
+    updated = owners(frame, (leaf.site for leaf in leaves))
+    _mark(frame, StepEvent(site, frame.loops, frame.context, label, names, updated), state)
+
+
+def _mark(frame: Frame, event: StepEvent, state: State) -> None:
+    """Every node reachable from a live binding that saved a parameter the
+    event updates is stale from now on."""
+    updated = event.owners
     if not updated:
         return
-    event = StepEvent(call, frame.loops, frame.context, name, stepped[0].updates, updated)
     live: list = []
     for env in (state.env, *frame.fallback):
         for vals in env.values():

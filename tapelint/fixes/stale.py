@@ -13,10 +13,16 @@ from tapelint.fixes.edits import backward_statement, builder, delete_statement, 
 @builder
 def reorder_step_edits(hazard: StaleHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """Delete `opt.step()` and put it after the failing backward, when both
-    are statements of one block, the step is a bare `name.step()`, and the
+    are statements of one block, the step is a bare `name.step()`, the
     statements between them are simple ones that do not name the optimizer
-    (nothing in between can then depend on the step having run)."""
+    (nothing in between can then depend on the step having run), and no
+    `retain_graph=True` kept the graph (the reordered code then runs under
+    both semantics)."""
     call = hazard.step.call
+    if type(call) is not cst.Call:
+        return ()  # an update by hand: where it may go is the user's decision
+    if hazard.kept_by is not None:
+        return ()  # the graph is kept by retain_graph=True: a strict tape would still reject the reordered code
     func = call.func
     if call.args or type(func) is not cst.Attribute or type(func.value) is not cst.Name:
         return ()

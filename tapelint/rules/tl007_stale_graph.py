@@ -30,6 +30,11 @@ class StaleGraph(Rule[StaleHazard]):
     the graph, not the old weights. A strict tape fails as well (its graph
     was consumed, or it saved the old weights too).
 
+    An update by hand counts like a step: `p -= lr * p.grad` or `p.copy_(...)`
+    under `no_grad`; one through `.data` (`p.data.add_(...)`, `p.data = ...`)
+    does not, since `.data` has its own version counter (PyTorch runs the
+    backward, with gradients of the new weights mixed with the old).
+
     Only a saving use counts: a parameter that the graph only adds (a bias,
     `x + p`) is not saved, and `zero_grad()` modifies no parameter. A
     backward into a graph that an earlier backward already freed is TL002 or
@@ -43,8 +48,9 @@ class StaleGraph(Rule[StaleHazard]):
     ones. The edit moves the step after the failing backward only when both
     are statements of one block, the step is a bare `name.step()` and the
     statements between them are simple ones that do not name that
-    optimizer; it is unsafe (the step's gradients now include the later
-    loss's). The others are suggestions.
+    optimizer, and no `retain_graph=True` kept the graph (a strict tape would
+    still reject that walk); it is unsafe (the step's gradients now include
+    the later loss's). The others are suggestions.
     """
 
     code = "TL007"
@@ -106,7 +112,7 @@ g_loss.backward()
         carried = f" (carried from the previous iteration of {loop_phrase(hazard, ctx)})" if hazard.loop else ""
         message = (
             f"`{value}` (line {definition}){carried} saved parameters of `{hazard.module}` that "
-            f"`{step.optimizer}.step()` at line {step_line} changes in place (it updates {step.updates}); "
+            f"`{step.label}` at line {step_line} changes in place (it updates {step.updates}); "
             f"this backward walks `{value}` after the step, so PyTorch fails here (\"modified by an "
             f"inplace operation\").{kept} Step after all backwards, recompute the forward after the step, "
             f"or add the losses and backward once."
@@ -120,16 +126,16 @@ g_loss.backward()
                 Related(Role.DEFINITION, ctx.path, ctx.range_of(site),
                         f"`{value}` is computed here, saving the parameters of `{hazard.module}`"),
                 Related(Role.STEP, ctx.path, ctx.range_of(step.call),
-                        f"`{step.optimizer}.step()` changes them in place"),
+                        f"`{step.label}` changes them in place"),
                 Related(Role.FAILS_AT, ctx.path, ctx.range_of(hazard.fails_at.call),
                         "this backward needs the old values and fails"),
             ),
             fixes=(
                 fix_of(FixKind.REORDER, Safety.UNSAFE,
-                       f"call `{step.optimizer}.step()` after this backward (its gradients then include this loss's)",
+                       f"call `{step.label}` after this backward (its gradients then include this loss's)",
                        reorder_step_edits(hazard, ctx)),
                 fix_of(FixKind.RECOMPUTE, Safety.UNSAFE,
-                       f"recompute `{value}` after `{step.optimizer}.step()` (the loss then uses the new weights)",
+                       f"recompute `{value}` after `{step.label}` (the loss then uses the new weights)",
                        ()),
                 fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once, before the step", ()),
             ),

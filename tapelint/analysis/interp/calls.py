@@ -162,6 +162,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif isinstance(value, ClassRef):
             out.add(OPAQUE)
     if known_tensors:
+        if method.endswith("_") and not method.endswith("__") and method != "requires_grad_":
+            staleness.on_update(frame, call, frozenset(known_tensors), state)  # `p.copy_(...)` under no_grad
         out |= tensor_method(frame, call, func, known_tensors, method, args, state)
     elif OPAQUE in receiver:
         if method == "scale" and args:

@@ -15,7 +15,7 @@ import libcst as cst
 
 from tapelint import ops
 from tapelint.analysis import state as lattice
-from tapelint.analysis import torch_api
+from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.model import AbstractNode, ClassRef, ListRef, Loop, ModuleRef
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements
@@ -298,6 +298,7 @@ def _exec_raise(frame: Frame, small: cst.Raise, state: State) -> None:
 def _exec_augassign(frame: Frame, stmt: cst.AugAssign, state: State) -> None:
     prior = frame.eval(stmt.target, state)
     added = frame.eval(stmt.value, state)
+    staleness.on_update(frame, stmt, prior, state)  # `p -= lr * p.grad` under no_grad changes `p` in place
     symbol = _AUG_SYMBOLS.get(type(stmt.operator))
     lists = [v for v in prior if isinstance(v, ListRef)]
     if lists and symbol == "+":
