@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import state as lattice
 from tapelint.analysis import staleness, torch_api
+from tapelint.analysis import state as lattice
 from tapelint.analysis.model import AbstractNode, ClassRef, ListRef, Loop, ModuleRef
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements
