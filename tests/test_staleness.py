@@ -157,3 +157,29 @@ def test_a_released_graph_is_the_reuse_rules_not_tl007() -> None:
     hazards = analyse(code).results()
     assert not [h for h in hazards if isinstance(h, StaleHazard)]
     assert [h.kind.value for h in hazards] == ["shared"]
+
+
+TWIN_CRITICS = """
+import torch
+import torch.nn as nn
+class QNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 1))
+    def forward(self, s, a):
+        return self.body(torch.cat([s, a], dim=1))
+q1, q2 = QNet(), QNet()
+q1_opt = torch.optim.Adam(q1.parameters())
+s, a = torch.randn(4, 3), torch.randn(4, 2)
+q1_loss = q1(s, a).pow(2).mean()
+q2_loss = {second}(s, a).abs().mean()
+q1_loss.backward()
+q1_opt.step()
+q2_loss.backward()
+"""
+
+
+def test_instances_of_one_class_are_told_apart_by_the_call_that_ran_them() -> None:
+    assert not stale(TWIN_CRITICS.format(second="q2"))
+    found = stale(TWIN_CRITICS.format(second="q1"))
+    assert [h.module for h in found] == ["q1"]

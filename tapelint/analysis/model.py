@@ -111,15 +111,16 @@ class ModuleRef:
     recurrent: bool = False
     frozen: bool = False  # `requires_grad_(False)` / parameters switched off
     user_class: Optional[cst.ClassDef] = field(default=None, repr=False)
-    # Where a torch layer is constructed: which parameters an optimizer
-    # updates and which a graph saved are told apart by it (TL007).
+    # Where it is constructed: which parameters an optimizer updates and
+    # which a graph saved are told apart by it (TL007).
     site: Optional[cst.CSTNode] = field(default=None, repr=False)
 
     @property
     def owner(self) -> Optional[cst.CSTNode]:
-        """What identifies this module's own parameters: its construction
-        site, or for an instance of a user class, the class."""
-        return self.site if self.site is not None else self.user_class
+        """What identifies this module's own parameters: a torch layer's
+        construction site, or for an instance of a user class, the class (its
+        layers are the ones its `__init__` builds, for every instance)."""
+        return self.user_class if self.user_class is not None else self.site
 
 
 @dataclass(eq=False)
@@ -225,3 +226,6 @@ class StepEvent:
     label: str  # what the user wrote: "optimizer_D.step()", "p -= lr * p.grad"
     updates: str  # what it updates, as written ("discriminator.parameters()")
     owners: frozenset = field(repr=False)  # the owners of the parameters it updates (`staleness.owners`)
+    # The user-class instances it updates (`ModuleRef`s), to tell apart two
+    # instances of one class (`q1`, `q2`), whose layers share their owners.
+    instances: frozenset = field(default=frozenset(), repr=False)

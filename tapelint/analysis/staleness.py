@@ -86,6 +86,7 @@ class OptimizerRef:
     site: cst.Call
     roots: frozenset
     updates: str  # its parameter argument as written, for messages
+    instances: frozenset = frozenset()  # user-class instances named in it (`q1.parameters()`)
 
 
 def is_optimizer_class(name: str) -> bool:
@@ -100,10 +101,18 @@ def optimizer(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
     params = positional[0] if positional else next((vals for keyword, vals in args if keyword == "params"), EMPTY)
     roots = set(_roots(params, state))
     expr = call.args[0].value if call.args and call.args[0].keyword is None else keyword_value(call, "params")
+    instances: set[ModuleRef] = set()
     if expr is not None:
-        roots |= _parameter_calls(frame, expr, state)
+        for value in _parameter_calls(frame, expr, state):
+            if isinstance(value, ModuleRef):
+                roots.add(value.owner)
+                if value.user_class is not None and value.site is not None:
+                    instances.add(value)
+            else:
+                roots.add(value)
     text = frame.program.module.code_for_node(expr).strip() if expr is not None else "its parameters"
-    return frozenset((OptimizerRef(call, frozenset(roots), text if len(text) <= 50 else text[:47] + "..."),))
+    text = text if len(text) <= 50 else text[:47] + "..."
+    return frozenset((OptimizerRef(call, frozenset(roots), text, frozenset(instances)),))
 
 
 def _roots(vals: Iterable, state: State) -> Iterator[cst.CSTNode]:
@@ -136,9 +145,9 @@ def _roots(vals: Iterable, state: State) -> Iterator[cst.CSTNode]:
             yield value.owner
 
 
-def _parameter_calls(frame: Frame, expr: cst.BaseExpression, state: State) -> set[cst.CSTNode]:
-    """The owners of every `m.parameters()` written in `expr`, also where what
-    surrounds it is a library call the analysis does not model
+def _parameter_calls(frame: Frame, expr: cst.BaseExpression, state: State) -> set:
+    """The modules of every `m.parameters()` written in `expr`, also where
+    what surrounds it is a library call the analysis does not model
     (`itertools.chain(g.parameters(), e.parameters())`); `self.parameters()`
     in a method of a model is its class."""
     receivers: list[cst.BaseExpression] = []
@@ -150,7 +159,7 @@ def _parameter_calls(frame: Frame, expr: cst.BaseExpression, state: State) -> se
                 receivers.append(func.value)
 
     expr.visit(Finder())
-    found: set[cst.CSTNode] = set()
+    found: set = set()
     for receiver in receivers:
         if type(receiver) is cst.Name and receiver.value == "self":
             if frame.owner is not None:
@@ -158,7 +167,7 @@ def _parameter_calls(frame: Frame, expr: cst.BaseExpression, state: State) -> se
             continue
         for value in frame.eval(receiver, state):  # a name or attribute path: evaluating it has no effect
             if isinstance(value, ModuleRef) and value.owner is not None:
-                found.add(value.owner)
+                found.add(value)
     return found
 
 
@@ -205,7 +214,9 @@ def on_step(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Vals, a
     if not stepped:
         return
     updated = owners(frame, (root for opt in stepped for root in opt.roots))
-    _mark(frame, StepEvent(call, frame.loops, frame.context, f"{name}.step()", stepped[0].updates, updated), state)
+    instances = frozenset(v for opt in stepped for v in opt.instances)
+    _mark(frame, StepEvent(call, frame.loops, frame.context, f"{name}.step()", stepped[0].updates, updated, instances),
+          state)
 
 
 def on_update(frame: Frame, site: cst.CSTNode, target: Vals, state: State) -> None:
@@ -237,8 +248,26 @@ def _mark(frame: Frame, event: StepEvent, state: State) -> None:
         for vals in env.values():
             live.extend(frame.graph_values(vals, state))
     for key, _ in walk(live):
-        if key not in state.stale and saved_parameter(key[0], updated, frame.store) is not None:
+        if key not in state.stale and saved_parameter(key[0], updated, frame.store) is not None \
+                and not _other_instance(frame, key[0], event, state):
             state.stale[key] = event
+
+
+def _other_instance(frame: Frame, node: AbstractNode, event: StepEvent, state: State) -> bool:
+    """Was `node` made by the forward of another instance of a class whose
+    stepped instances are known (`q2(s, a)` when `q1_opt` steps `q1`)? The
+    call in this scope that ran the forward says which instance it was."""
+    if not event.instances:
+        return False
+    depth = len(frame.context)
+    if node.context[:depth] != frame.context or len(node.context) <= depth:
+        return False
+    call = node.context[depth]
+    if type(call) is not cst.Call or dotted_name(call.func) is None:
+        return False
+    called = [v for v in frame.eval(call.func, state) if isinstance(v, ModuleRef) and v.user_class is not None]
+    known = {v.user_class for v in event.instances}
+    return bool(called) and all(v.user_class in known and v not in event.instances for v in called)
 
 
 def saved_parameter(node: AbstractNode, updated: frozenset, store: StoreView) -> Optional[AbstractNode]:

@@ -228,7 +228,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
         elif isinstance(value, ClassRef):
             if value.is_module:
                 saves = Saves.TENSORS if value.parametric else Saves.UNKNOWN
-                out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node))
+                out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node, site=call))
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
         elif value is OPAQUE or isinstance(value, (AbstractNode, Carried)):
