@@ -145,22 +145,29 @@ def _roots(vals: Iterable, state: State) -> Iterator[cst.CSTNode]:
             yield value.owner
 
 
+class _ParameterCalls(cst.CSTVisitor):
+    """Collects the receivers of `m.parameters()` calls (a class of the
+    module, not of a call: a class made per call is a reference cycle)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.receivers: list[cst.BaseExpression] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value in PARAMETER_METHODS and dotted_name(func.value):
+            self.receivers.append(func.value)
+
+
 def _parameter_calls(frame: Frame, expr: cst.BaseExpression, state: State) -> set:
     """The modules of every `m.parameters()` written in `expr`, also where
     what surrounds it is a library call the analysis does not model
     (`itertools.chain(g.parameters(), e.parameters())`); `self.parameters()`
     in a method of a model is its class."""
-    receivers: list[cst.BaseExpression] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            if type(func) is cst.Attribute and func.attr.value in PARAMETER_METHODS and dotted_name(func.value):
-                receivers.append(func.value)
-
-    expr.visit(Finder())
+    finder = _ParameterCalls()
+    expr.visit(finder)
     found: set = set()
-    for receiver in receivers:
+    for receiver in finder.receivers:
         if type(receiver) is cst.Name and receiver.value == "self":
             if frame.owner is not None:
                 found.add(frame.owner.node)

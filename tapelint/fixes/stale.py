@@ -45,12 +45,16 @@ def reorder_step_edits(hazard: StaleHazard, ctx: SourceContext) -> tuple[Edit, .
 
 def _names(statement: cst.CSTNode, name: str) -> bool:
     """Does `statement` use the name `name`?"""
-    found = False
+    finder = _NameFinder(name)
+    statement.visit(finder)
+    return finder.found
 
-    class Finder(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            found = found or node.value == name
 
-    statement.visit(Finder())
-    return found
+class _NameFinder(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or node.value == self.name
