@@ -105,7 +105,8 @@ def optimizer(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
     if expr is not None:
         for value in _parameter_calls(frame, expr, state):
             if isinstance(value, ModuleRef):
-                roots.add(value.owner)
+                if value.owner is not None:
+                    roots.add(value.owner)
                 if value.user_class is not None and value.site is not None:
                     instances.add(value)
             else:
