@@ -103,6 +103,8 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     definition = diagnostic.related_of(Role.DEFINITION)
     if report.status != "error" or report.error_kind not in REUSE_ERRORS:
         return verdict("refuted", "the program ran without a graph-reuse error")
+    if diagnostic.code == "TL007" and semantics is Semantics.TORCH and report.error_kind != "inplace":
+        return verdict("refuted", f"it failed with {report.error_kind}, not the in-place modification error")
     if fails_at is None or report.line != fails_at.range.start.line:
         return verdict("refuted", f"it failed at line {report.line}, not at the predicted backward")
     if definition is None or report.node_line is None:

@@ -34,6 +34,7 @@ class Role(str, Enum):
     FIRST_BACKWARD = "first-backward"
     FAILS_AT = "fails-at"
     ACCUMULATOR = "accumulator"
+    STEP = "step"  # the optimizer step that changed what a graph saved (TL007)
 
 
 class FixKind(str, Enum):
@@ -43,6 +44,7 @@ class FixKind(str, Enum):
     ITEM = "item"
     REMOVE = "remove"
     RETAIN_GRAPH = "retain_graph"
+    REORDER = "reorder"  # move a statement (TL007: the step after the backward)
 
 
 class Safety(str, Enum):

@@ -119,12 +119,13 @@ KINDS: tuple[ErrorKind, ...] = (
             r" (?P<op>\w+), is at version (?P<version>\d+); expected version (?P<expected>\d+))?"
         ),
         semantics=Semantics.STRICT,
-        rules=("TL005", "TL001", "TL002", "TL006"),
+        rules=("TL007", "TL005", "TL001", "TL002", "TL006"),
         meaning=(
             "A backward needed a tensor that was changed in place after the forward saved it{detail}."
             " In a training loop this is most often a graph kept alive with `retain_graph=True`"
-            " across `optimizer.step()`: the step updates the parameters in place, and the next"
-            " backward walks the old graph that saved them. Otherwise it is an in-place operation"
+            " across `optimizer.step()`, or a loss built before a step and backwarded after it: the"
+            " step updates the parameters in place, and the backward walks the old graph that saved"
+            " them (TL007, stale-graph). Otherwise it is an in-place operation"
             " (`x += ...`, `relu_`, `inplace=True`) on a tensor a backward still needs; replace it by"
             " its out-of-place form (that case is not a hazard tapelint reports)."
         ),

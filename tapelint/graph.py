@@ -34,7 +34,7 @@ RENDERED = ("svg", "png")
 FREED = "#d9d9d9"
 NEEDED = "#d62728"
 _CODES = {"hoisted": "TL001", "shared": "TL002", "accumulation": "TL003", "repeated": "TL004",
-          "carried": "TL005", "retain-to-combine": "TL006"}
+          "carried": "TL005", "retain-to-combine": "TL006", "stale": "TL007"}
 GRAPHVIZ_HINT = "install Graphviz (apt-get install graphviz, brew install graphviz) to get SVG and PNG"
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 
 PROFILES = ("torch", "strict")
-KNOWN_CODES = ("TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL900")
+KNOWN_CODES = ("TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL900")
 OUTCOME_KINDS = ("ok", "grows", "fails", "inplace")
 
 _HEADER_LINE = re.compile(r"^# (?P<key>[a-z]+): (?P<value>\S.*?)\s*$")

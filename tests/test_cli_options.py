@@ -153,7 +153,7 @@ def test_show_settings(project: Path, capsys) -> None:
     assert rows["file"].strip() == "acc.py"
     assert rows["configuration"].strip() == "pyproject.toml"
     assert rows["semantics"].strip() == "strict"
-    assert rows["enabled rules"] == "TL001, TL002, TL004, TL005, TL900"
+    assert rows["enabled rules"] == "TL001, TL002, TL004, TL005, TL007, TL900"
     assert rows["ignored here (per-file)"] == "TL003"
 
 

@@ -31,9 +31,9 @@ from fixture_spec import (
     parse_fixture,
 )
 
-RULES = ("TL001", "TL002", "TL003", "TL004", "TL005", "TL006")
+RULES = ("TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007")
 FAILING = {"TL001", "TL002", "TL004", "TL005"}  # a reuse that raises at run time
-NAME = re.compile(r"^(?:(?P<pos>tl00[1-6])|neg(?P<neg>(?:_tl00[1-6])+))_[a-z0-9]+(?:_[a-z0-9]+)*\.py$")
+NAME = re.compile(r"^(?:(?P<pos>tl00[1-7])|neg(?P<neg>(?:_tl00[1-7])+))_[a-z0-9]+(?:_[a-z0-9]+)*\.py$")
 MIN_FIXTURES = 60
 MIN_PER_DIRECTION = 3
 
@@ -143,6 +143,13 @@ def test_declarations_are_consistent(path: Path):
             )
             if not torch_failing:
                 assert spec.torch.kind == "grows", "TL003: PyTorch retention must grow"
+        elif e.code == "TL007":
+            # primary = the backward that walks the stale graph; PyTorch raises the in-place error there,
+            # and a strict tape fails there too (its graph was consumed, or it checks the versions).
+            assert _is_backward_call(line), f"TL007 {e.line}: primary must be the failing backward call"
+            assert e.profiles == ("torch", "strict"), "TL007 fails under both semantics"
+            assert (spec.torch.kind, spec.torch.line) == ("inplace", e.line), "TL007: PyTorch's in-place error there"
+            assert spec.strict.kind in ("fails", "inplace") and spec.strict.line == e.line
         elif e.code == "TL006":
             assert e.profiles == ("strict",), "TL006 fails only on a strict tape, so only --semantics strict reports it"
             assert "retain_graph=True" in line, f"TL006 {e.line}: primary must be the retain_graph=True argument"
@@ -205,7 +212,7 @@ def test_parser_reads_a_good_header(tmp_path):
         ("# fixture: a good header", "# fixtures: a good header", 1, "unknown header key"),
         ("# fixture: a good header", "#fixture: a good header", 1, "malformed header line"),
         ("# fixture: a good header", "# fixture:", 1, "malformed header line"),
-        ("TL001 7 torch", "TL007 7 torch", 2, "unknown rule code"),
+        ("TL001 7 torch", "TL008 7 torch", 2, "unknown rule code"),
         ("TL001 7 torch", "TL001 70 torch", 2, "past the end"),
         ("TL001 7 torch", "TL001 0 torch", 2, "bad expect"),
         ("TL001 7 torch strict", "TL001 7 torch torch", 2, "listed twice"),

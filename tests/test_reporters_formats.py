@@ -44,6 +44,7 @@ FIXTURE_NAMES = (
     "tl003_total_loss_plus_equals.py",
     "tl004_exp_mul_sum_twice_node_ids.py",
     "tl005_rnn_hidden_no_detach.py",
+    "tl007_gan_retain_then_step.py",
 )
 
 

@@ -10,7 +10,7 @@ from typing import ClassVar, Optional
 
 import libcst as cst
 
-from tapelint.analysis.model import BackwardEvent, Loop
+from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
 
 
 class HazardKind(str, Enum):
@@ -20,6 +20,7 @@ class HazardKind(str, Enum):
     REPEATED = "repeated"  # TL004
     CARRIED = "carried"  # TL005
     RETAIN_TO_COMBINE = "retain-to-combine"  # TL006
+    STALE = "stale"  # TL007
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,20 @@ class RetainHazard(Hazard):
     first_backward: BackwardEvent
     fails_at: BackwardEvent
     retain_arg: Optional[cst.Arg]
+
+
+@dataclass(frozen=True)
+class StaleHazard(Hazard):
+    """TL007: `fails_at` walks `value` (created at `definition`), which saved a
+    parameter of `module` that `step` changed in place after it was created."""
+
+    kind: ClassVar[HazardKind] = HazardKind.STALE
+    step: StepEvent
+    fails_at: BackwardEvent
+    module: str  # the module whose parameter was saved, as the user's scope names it
+    loop: Optional[Loop]  # set when the stale node is the previous iteration's of this loop (carried)
+    # The call in the backward's scope through which a node made in a callee
+    # (`discriminator(real)` running `forward`) was created: where the user reads it.
+    anchor: Optional[cst.CSTNode]
+    # The earlier `retain_graph=True` walk that kept the graph for this one, if any.
+    kept_by: Optional[BackwardEvent]

@@ -10,7 +10,7 @@ them as the interpreter reports backward events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -24,6 +24,7 @@ from tapelint.analysis.findings import (
     RetainHazard,
     ReuseHazard,
     SharedHazard,
+    StaleHazard,
 )
 from tapelint.analysis.model import (
     AbstractNode,
@@ -32,46 +33,14 @@ from tapelint.analysis.model import (
     GraphValue,
     Loop,
     Retains,
-    Tracked,
+    StepEvent,
 )
-from tapelint.analysis.state import Key, State, older
+from tapelint.analysis.staleness import module_name, stale_walks
+from tapelint.analysis.state import Key, State
 from tapelint.analysis.store import StoreView
 from tapelint.analysis.syntax import keyword_arg
+from tapelint.analysis.walks import key_of, steps, walk
 from tapelint.ops import Saves
-
-
-def _key(node: AbstractNode, age: Optional[Loop]) -> Key:
-    return (node, age if age is not None and age in node.loops else None)
-
-
-def _steps(value: GraphValue, age: Optional[Loop]) -> tuple[AbstractNode, Optional[Loop]]:
-    if isinstance(value, Carried):
-        return value.node, older(value.node, age, value.loop)
-    return value, age
-
-
-def walk(roots: Iterable[GraphValue]) -> Iterator[tuple[Key, list[Key]]]:
-    """Every graph node a backward from `roots` runs (non-leaf, possibly
-    tracked), with the keys of its parents that it will run next."""
-    seen: set[Key] = set()
-    stack: list[Key] = []
-    for root in roots:
-        node, age = _steps(root, None)
-        stack.append(_key(node, age))
-    while stack:
-        key = stack.pop()
-        if key in seen:
-            continue
-        seen.add(key)
-        node, age = key
-        if node.leaf or node.tracked is Tracked.NO:
-            continue
-        children: list[Key] = []
-        for parent in node.parents:
-            p_node, p_age = _steps(parent, age)
-            children.append(_key(p_node, p_age))
-        yield key, children
-        stack.extend(children)
 
 
 @dataclass(frozen=True)
@@ -101,7 +70,7 @@ def find_reuse(roots: Iterable[GraphValue], released: dict[Key, BackwardEvent]) 
     graph = dict(walk(roots))
     frontiers: list[Key] = []
     seen: set[Key] = set()
-    stack = [k for k in (_key(*_steps(r, None)) for r in roots)]
+    stack = [k for k in (key_of(*steps(r, None)) for r in roots)]
     while stack:
         key = stack.pop()
         if key in seen or key not in graph:
@@ -155,16 +124,22 @@ class HazardLog:
 
     def __init__(self, store: StoreView) -> None:
         self.store = store
-        self.hazards: dict[tuple, ReuseHazard | RetainHazard] = {}
+        self.hazards: dict[tuple, ReuseHazard | RetainHazard | StaleHazard] = {}
         self.reused_nodes: dict[tuple, AbstractNode] = {}  # hazard key -> the reused node
 
     def on_backward(self, event: BackwardEvent, state: State) -> None:
         """Check a walk against what earlier walks released, then release
         (or retain) what it walks."""
+        stale = stale_walks(event, state, self.store)
+        if stale:
+            self._record_stale(event, stale[0], state)
+        stale_keys = {key for key, _ in stale}
         for reuse in find_reuse(event.roots, state.released):
             self._record_reuse(event, reuse)
         self._check_retained(event, state)
         for reuse in find_reuse(event.roots, state.kept):
+            if stale_keys.intersection(reuse.group):
+                continue  # a step changed what the kept graph saved: TL007 says why it fails, under both
             if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
                        for h in self.hazards.values()):
                 self._record_reuse(event, reuse, strict_only=True)
@@ -178,7 +153,7 @@ class HazardLog:
                 state.retained[key] = event  # the latest retain is the one the next backward relies on
                 state.kept.setdefault(key, event)
 
-    def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard]:
+    def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard | StaleHazard]:
         """Every reuse found, except those whose reused node is in `except_nodes`
         (ids of running totals that TL003 reports: one finding, one root cause)."""
         return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
@@ -235,6 +210,27 @@ class HazardLog:
             hazard = SharedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
                                   loop=loop)
         self.hazards[key] = hazard
+
+    def _record_stale(self, event: BackwardEvent, hit: tuple[Key, StepEvent], state: State) -> None:
+        """One stale-graph finding per backward: the first stale node it meets."""
+        key, step = hit
+        hkey = (HazardKind.STALE, event.call)
+        if hkey in self.hazards:
+            return
+        node, age = key
+        stand_in = self.store.stand_in(node, age) if age is not None else None
+        self.reused_nodes[hkey] = node
+        self.hazards[hkey] = StaleHazard(
+            value=stand_in.name if stand_in is not None and stand_in.name else self.store.display_name(node),
+            definition=node.site,
+            fails_under_torch=True,
+            step=step,
+            fails_at=event,
+            module=module_name(node, step, event, self.store),
+            kept_by=state.kept.get(key),
+            loop=age,
+            anchor=_definition_site(node, event),
+        )
 
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
         if event.is_grad:

@@ -111,6 +111,16 @@ class ModuleRef:
     recurrent: bool = False
     frozen: bool = False  # `requires_grad_(False)` / parameters switched off
     user_class: Optional[cst.ClassDef] = field(default=None, repr=False)
+    # Where it is constructed: which parameters an optimizer updates and
+    # which a graph saved are told apart by it (TL007).
+    site: Optional[cst.CSTNode] = field(default=None, repr=False)
+
+    @property
+    def owner(self) -> Optional[cst.CSTNode]:
+        """What identifies this module's own parameters: a torch layer's
+        construction site, or for an instance of a user class, the class (its
+        layers are the ones its `__init__` builds, for every instance)."""
+        return self.user_class if self.user_class is not None else self.site
 
 
 @dataclass(eq=False)
@@ -202,3 +212,20 @@ class BackwardEvent:
     is_grad: bool = False  # torch.autograd.grad (does not touch .grad)
     creates_graph: bool = False
     context: tuple = ()  # the chain of inlined calls it runs under
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """Where parameters change in place (`optimizer.step()`, or an update by
+    hand such as `p -= lr * p.grad` under `no_grad`; TL007): the graphs created
+    before it that saved one of those parameters are stale."""
+
+    call: cst.CSTNode  # the step call, or the updating statement or call
+    loops: tuple[Loop, ...]
+    context: tuple  # the chain of inlined calls it runs under
+    label: str  # what the user wrote: "optimizer_D.step()", "p -= lr * p.grad"
+    updates: str  # what it updates, as written ("discriminator.parameters()")
+    owners: frozenset = field(repr=False)  # the owners of the parameters it updates (`staleness.owners`)
+    # The user-class instances it updates (`ModuleRef`s), to tell apart two
+    # instances of one class (`q1`, `q2`), whose layers share their owners.
+    instances: frozenset = field(default=frozenset(), repr=False)

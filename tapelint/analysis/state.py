@@ -17,9 +17,9 @@ another path, the walk of another path's backward.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
-from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, Loop, TupleVal, Value
+from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, Loop, StepEvent, TupleVal, Value
 from tapelint.analysis.paths import NO_FACTS, Facts, consistent, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
@@ -29,6 +29,7 @@ EMPTY: Vals = frozenset()
 # iteration's" (or a node outside every loop in play), or the loop whose
 # previous iteration created it.
 Key = tuple[AbstractNode, Optional[Loop]]
+E = TypeVar("E")  # what a key is marked with: the backward that released it, the step that made it stale
 
 # What a guard is on: ("env", name, value) — one value of one binding — or
 # (region, key) — a key of `released`, `retained` or `kept`.
@@ -57,6 +58,9 @@ class State:
     # so under strict these are released as well.
     kept: dict[Key, BackwardEvent] = field(default_factory=dict)
     no_grad: bool = False
+    # Nodes whose saved parameters an optimizer step changed in place since
+    # they were created (TL007: a walk reaching one fails), by that step.
+    stale: dict[Key, StepEvent] = field(default_factory=dict)
     # The path ended here (`continue`, `break`, `return`, `raise`): nothing
     # after it runs, and a join takes the other side as it is.
     ended: bool = False
@@ -65,7 +69,7 @@ class State:
 
     def copy(self) -> State:
         return State(dict(self.env), dict(self.released), dict(self.retained), dict(self.kept), self.no_grad,
-                     self.ended, self.facts, dict(self.guards))
+                     dict(self.stale), self.ended, self.facts, dict(self.guards))
 
     def region(self, name: str) -> dict[Key, BackwardEvent]:
         return self.released if name == "released" else self.retained if name == "retained" else self.kept
@@ -85,7 +89,9 @@ class State:
         retained.update(a.retained)
         kept = dict(b.kept)
         kept.update(a.kept)
-        joined = State(env, released, retained, kept, a.no_grad and b.no_grad)
+        stale = dict(b.stale)
+        stale.update(a.stale)
+        joined = State(env, released, retained, kept, a.no_grad and b.no_grad, stale)
         if a.facts or b.facts or a.guards or b.guards:
             joined.facts = a.facts & b.facts
             joined.guards = _join_guards(a, b, joined)
@@ -97,6 +103,7 @@ class State:
             and self.released.keys() == other.released.keys()
             and self.retained.keys() == other.retained.keys()
             and self.kept.keys() == other.kept.keys()
+            and self.stale.keys() == other.stale.keys()
             and self.no_grad == other.no_grad
             and self.ended == other.ended
             and self.facts == other.facts
@@ -191,18 +198,18 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
                 value.name = name
         env[name] = carried
 
-    def age(keys: dict[Key, BackwardEvent]) -> dict[Key, BackwardEvent]:
+    def age(keys: dict[Key, E]) -> dict[Key, E]:
         """This iteration's tensors (and those of loops nested in this one)
         become "the previous iteration's"; older ones stay older."""
-        aged: dict[Key, BackwardEvent] = {}
+        aged: dict[Key, E] = {}
         for (node, when), event in keys.items():
             if loop in node.loops:
                 when = older(node, when, loop) if when is not None else loop
             aged.setdefault((node, when), event)
         return aged
 
-    result = State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad, state.ended,
-                   state.facts)
+    result = State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad, age(state.stale),
+                   state.ended, state.facts)
     if state.guards:
         result.guards = _carry_guards(state, loop, stand_in)
     return result

@@ -127,12 +127,16 @@ class NodeStore:
         return ref
 
     def parameter_leaf(self, module: ModuleRef) -> AbstractNode:
-        """The parameters of a module, as one leaf per class and trackedness."""
+        """The parameters of a module, as one leaf per module (its construction
+        site or user class: `ModuleRef.owner`) and trackedness. The leaf's site
+        is that owner and its op the module's class (what it saves, TL007)."""
         tracked = Tracked.YES if module.parametric and not module.frozen else Tracked.NO
-        key = ("<parameters>", module.class_name, tracked)
+        owner = module.owner
+        key = ("<parameters>", module.class_name, tracked, owner)
         node = self.nodes.get(key)
         if node is None:
-            node = AbstractNode(self.module, (), tracked, True, Saves.NOTHING, "parameter")
+            node = AbstractNode(owner if owner is not None else self.module, (), tracked, True, Saves.NOTHING,
+                                module.class_name)
             self.nodes[key] = node
         return node
 

@@ -51,6 +51,9 @@ MODULE_IDENTITY_METHODS = frozenset(
     ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type", "share_memory")
 )
 PARAMETER_METHODS = frozenset(("parameters", "named_parameters", "buffers", "named_buffers"))
+# Library calls that iterate over the elements of their arguments in turn
+# (`itertools.chain(g.parameters(), e.parameters())` handed to an optimizer).
+CHAINING_CALLS = frozenset(("itertools.chain",))
 # Tensor methods that return (or act on) the tensor itself, not a new graph node.
 TENSOR_SELF_METHODS = frozenset(
     ("retain_grad", "register_hook", "zero_", "fill_", "normal_", "uniform_", "copy_", "requires_grad")

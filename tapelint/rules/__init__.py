@@ -9,6 +9,7 @@ from tapelint.rules.tl003_tracked_accumulation import TrackedAccumulation
 from tapelint.rules.tl004_repeated_backward import RepeatedBackward
 from tapelint.rules.tl005_carried_tracked_state import CarriedTrackedState
 from tapelint.rules.tl006_retain_graph_to_combine import RetainGraphToCombine
+from tapelint.rules.tl007_stale_graph import StaleGraph
 from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.rules.tl901_unused_suppression import UnusedSuppression
 
@@ -19,6 +20,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     RepeatedBackward,
     CarriedTrackedState,
     RetainGraphToCombine,
+    StaleGraph,
     ParseError,
     UnusedSuppression,
 )

@@ -21,6 +21,7 @@ from tapelint.analysis.findings import (
     RepeatedHazard,
     ReuseHazard,
     SharedHazard,
+    StaleHazard,
 )
 from tapelint.diagnostics import Diagnostic, Fix, Related, Role, Semantics, Severity
 from tapelint.fixes.context import SourceContext
@@ -149,7 +150,8 @@ def reuse_related(hazard: ReuseHazard, ctx: ReportContext) -> tuple[Related, ...
     return tuple(related)
 
 
-def loop_phrase(hazard: Union[HoistedHazard, SharedHazard, RepeatedHazard, CarriedHazard, AccumulationHazard],
+def loop_phrase(hazard: Union[HoistedHazard, SharedHazard, RepeatedHazard, CarriedHazard, AccumulationHazard,
+                              StaleHazard],
                 ctx: ReportContext) -> str:
     loop = hazard.loop
     if loop is None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from tapelint.analysis import torch_api
+from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.statements import note_accumulation
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
@@ -62,6 +62,8 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = args[0][1] if args else EMPTY  # `torch.compile(model)`, `DDP(model)`: the module itself
     elif name is not None and name in torch_api.MODULE_FACTORIES:
         result = _library_module(args, name)
+    elif name is not None and name in torch_api.CHAINING_CALLS:
+        result = frozenset(v for _, vals in args for v in frame.elements(vals, state))
     elif name is not None and (name == "torch" or name.startswith("torch.")):
         result = torch_call(frame, call, name, args, state)
     elif type(func) is cst.Attribute and raw is not None and (bound := frame.resolve(raw, state)) is not None:
@@ -140,6 +142,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         return EMPTY
     if method in torch_api.BARRIER_METHODS and not known_tensors:
         state.retained.clear()
+        if method == "step":
+            staleness.on_step(frame, call, func, receiver, args, state)
     if method in torch_api.PREPARE_METHODS and not tensors and not any(
             isinstance(v, (ModuleRef, ListRef, SelfRef)) for v in receiver):
         # `accelerator.prepare(model, opt, loader)` returns what it is given, wrapped.
@@ -158,6 +162,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif isinstance(value, ClassRef):
             out.add(OPAQUE)
     if known_tensors:
+        if method.endswith("_") and not method.endswith("__") and method != "requires_grad_":
+            staleness.on_update(frame, call, frozenset(known_tensors), state)  # `p.copy_(...)` under no_grad
         out |= tensor_method(frame, call, func, known_tensors, method, args, state)
     elif OPAQUE in receiver:
         if method == "scale" and args:
@@ -227,7 +233,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
         elif isinstance(value, ClassRef):
             if value.is_module:
                 saves = Saves.TENSORS if value.parametric else Saves.UNKNOWN
-                out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node))
+                out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node, site=call))
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
         elif value is OPAQUE or isinstance(value, (AbstractNode, Carried)):
@@ -326,7 +332,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     callee_owner = owner if owner is not None else (frame.owner if nested else None)
     callee = frame.callee(fn, call, callee_owner, fallback)
     inner = State({}, state.released, state.retained, state.kept,
-                  state.no_grad or home.is_no_grad_function(fn))
+                  state.no_grad or home.is_no_grad_function(fn), state.stale)
     fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
     inner.env.update({k: v for k, v in state.env.items()
                       if (k.startswith("<list@") and k not in fresh) or (share_self and k.startswith("self."))})
@@ -340,6 +346,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     state.released.update(end.released)
     state.retained.update(end.retained)
     state.kept.update(end.kept)
+    state.stale.update(end.stale)
     result: set = set()
     for vals in callee.returns:
         result |= vals

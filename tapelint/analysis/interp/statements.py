@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths, torch_api
+from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis import state as lattice
 from tapelint.analysis.model import AbstractNode, Carried, ClassRef, ListRef, Loop, ModuleRef, Value
 from tapelint.analysis.state import EMPTY, State, Vals
@@ -364,6 +364,7 @@ def _exec_raise(frame: Frame, small: cst.Raise, state: State) -> None:
 def _exec_augassign(frame: Frame, stmt: cst.AugAssign, state: State) -> None:
     prior = frame.eval(stmt.target, state)
     added = frame.eval(stmt.value, state)
+    staleness.on_update(frame, stmt, prior, state)  # `p -= lr * p.grad` under no_grad changes `p` in place
     symbol = _AUG_SYMBOLS.get(type(stmt.operator))
     lists = [v for v in prior if isinstance(v, ListRef)]
     if lists and symbol == "+":

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import torch_api
+from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.model import OPAQUE, ModuleRef, Retains, Tracked
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
@@ -42,7 +42,9 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     if name.startswith("torch.nn.") and last[:1].isupper() and not name.startswith("torch.nn.functional"):
         saves = ops.module_saves(last, call_arguments(call))
         return frozenset((ModuleRef(last, last in ops.PARAMETRIC_MODULES, saves,
-                                    recurrent=last in ops.RECURRENT_MODULES),))
+                                    recurrent=last in ops.RECURRENT_MODULES, site=call),))
+    if staleness.is_optimizer_class(name):
+        return staleness.optimizer(frame, call, args, state)
     if last in torch_api.FACTORIES:
         requires = keyword_value(call, "requires_grad")
         flag = literal_bool(requires)

@@ -1,0 +1,185 @@
+"""Unit tests of the stale-graph model (analysis/staleness.py, TL007): which
+parameters an optimizer updates, which a node saves, and what a step makes
+stale. The fixtures prove the verdicts on PyTorch and the engine; these pin
+down the shapes in between, each both ways."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from tapelint.analysis.driver import ModuleAnalysis
+from tapelint.analysis.findings import StaleHazard
+from tapelint.analysis.staleness import OptimizerRef, is_optimizer_class
+from tapelint.settings import Settings
+
+GAN_STEP = """
+import torch
+import torch.nn as nn
+D = {d}
+opt = {opt}
+score = D(torch.randn(5, 3))
+l1 = score.mean()
+l1.backward(retain_graph=True)
+opt.step()
+l2 = (score * 2).mean()
+l2.backward()
+"""
+
+
+def analyse(code: str) -> ModuleAnalysis:
+    analysis = ModuleAnalysis(cst.parse_module(textwrap.dedent(code)), Settings())
+    analysis.run()
+    return analysis
+
+
+def stale(code: str) -> list[StaleHazard]:
+    return [h for h in analyse(code).results() if isinstance(h, StaleHazard)]
+
+
+def gan(d: str, opt: str = "torch.optim.SGD(D.parameters(), lr=0.1)") -> list[StaleHazard]:
+    return stale(GAN_STEP.format(d=d, opt=opt))
+
+
+@pytest.mark.parametrize(
+    ("layer", "saves"),
+    [
+        # measured in reference/torch/: a Linear saves its weight only for a tracked input's gradient
+        ("nn.Linear(3, 1)", False),
+        ("nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))", True),
+        ("nn.Sequential(nn.ReLU(), nn.Linear(3, 1))", False),
+        ("nn.Conv1d(5, 1, 1)", True),
+        ("nn.LayerNorm(3)", True),
+        ("nn.Embedding(10, 3)", False),
+    ],
+)
+def test_what_a_layer_saves_for_an_untracked_input(layer: str, saves: bool) -> None:
+    assert bool(gan(layer)) is saves
+
+
+def test_optimizer_over_other_modules_makes_nothing_stale() -> None:
+    d = "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))"
+    assert not gan(d, opt="torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)")
+    assert gan(d, opt="torch.optim.SGD([{'params': D.parameters(), 'lr': 0.1}], lr=0.1)")
+
+
+def test_chain_of_parameters_is_followed() -> None:
+    d = "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))"
+    code = "from itertools import chain\n" + GAN_STEP.format(
+        d=d, opt="torch.optim.Adam(chain(nn.Linear(1, 1).parameters(), D.parameters()))")
+    assert stale(code)
+
+
+def test_a_user_model_covers_its_submodules_and_parameters() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(3, 4)
+            self.scale = nn.Parameter(torch.ones(4))
+        def forward(self, x):
+            return self.body(x) * self.scale
+    net = Net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    out = net(torch.randn(2, 3))
+    out.sum().backward(retain_graph=True)
+    opt.step()
+    (out * 3).sum().backward()
+    """
+    found = stale(code)
+    assert len(found) == 1
+    assert found[0].module == "net"  # the call through which its forward ran
+
+
+def test_a_fresh_forward_each_iteration_is_not_stale() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(3):
+        loss = model(torch.randn(2, 3)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward(retain_graph=True)
+        opt.step()
+    """
+    assert not stale(code)
+
+
+def test_lbfgs_closure_walks_its_own_graph_before_the_update() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    opt = torch.optim.LBFGS(model.parameters())
+    for i in range(3):
+        def closure():
+            opt.zero_grad()
+            outputs = []
+            for t in range(2):
+                outputs += [model(torch.randn(2, 3))]
+            loss = torch.cat(outputs).pow(2).mean()
+            loss.backward()
+            return loss
+        opt.step(closure)
+    """
+    assert not stale(code)
+
+
+def test_scaler_step_steps_its_optimizer() -> None:
+    d = "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))"
+    code = GAN_STEP.format(d=d, opt="torch.optim.SGD(D.parameters(), lr=0.1)").replace(
+        "opt.step()", "scaler.step(opt)")
+    assert stale("scaler = torch.cuda.amp.GradScaler()\n" + code.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport torch\n"))
+
+
+def test_schedulers_are_not_optimizers() -> None:
+    assert is_optimizer_class("torch.optim.Adam")
+    assert is_optimizer_class("torch.optim.adamw.AdamW")
+    assert not is_optimizer_class("torch.optim.lr_scheduler.StepLR")
+    assert not is_optimizer_class("torch.optim.swa_utils.AveragedModel")
+    analysis = analyse("import torch\nopt = torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=1)\n"
+                       "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\n")
+    assert any(isinstance(v, OptimizerRef) for v in analysis.module_env["opt"])
+    assert not any(isinstance(v, OptimizerRef) for v in analysis.module_env["sched"])
+
+
+def test_a_released_graph_is_the_reuse_rules_not_tl007() -> None:
+    """PyTorch checks for a freed graph before a version: without retain_graph the
+    second backward is TL002, with the second-backward error."""
+    d = "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))"
+    code = GAN_STEP.format(d=d, opt="torch.optim.SGD(D.parameters(), lr=0.1)").replace(
+        "l1.backward(retain_graph=True)", "l1.backward()")
+    hazards = analyse(code).results()
+    assert not [h for h in hazards if isinstance(h, StaleHazard)]
+    assert [h.kind.value for h in hazards] == ["shared"]
+
+
+TWIN_CRITICS = """
+import torch
+import torch.nn as nn
+class QNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 1))
+    def forward(self, s, a):
+        return self.body(torch.cat([s, a], dim=1))
+q1, q2 = QNet(), QNet()
+q1_opt = torch.optim.Adam(q1.parameters())
+s, a = torch.randn(4, 3), torch.randn(4, 2)
+q1_loss = q1(s, a).pow(2).mean()
+q2_loss = {second}(s, a).abs().mean()
+q1_loss.backward()
+q1_opt.step()
+q2_loss.backward()
+"""
+
+
+def test_instances_of_one_class_are_told_apart_by_the_call_that_ran_them() -> None:
+    assert not stale(TWIN_CRITICS.format(second="q2"))
+    found = stale(TWIN_CRITICS.format(second="q1"))
+    assert [h.module for h in found] == ["q1"]
