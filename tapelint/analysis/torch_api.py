@@ -55,6 +55,12 @@ PARAMETER_METHODS = frozenset(("parameters", "named_parameters", "buffers", "nam
 TENSOR_SELF_METHODS = frozenset(
     ("retain_grad", "register_hook", "zero_", "fill_", "normal_", "uniform_", "copy_", "requires_grad")
 )
+# Tensor methods that convert or move data: on an input of unknown provenance
+# they are data handling, not a model that may own parameters.
+DATA_METHODS = frozenset(
+    ("to", "float", "double", "half", "bfloat16", "long", "int", "bool", "cuda", "cpu", "type", "type_as",
+     "contiguous", "clone", "masked_fill", "pin_memory")
+)
 # `optimizer.step()` / `zero_grad()`: a retained graph is not what the next backward relies on.
 BARRIER_METHODS = frozenset(("step", "zero_grad"))
 # Library model factories and wrappers (modern training code gets its model

@@ -10,7 +10,7 @@ import libcst as cst
 
 from tapelint import ops
 from tapelint.analysis import torch_api
-from tapelint.analysis.model import OPAQUE, ModuleRef, Retains, Tracked
+from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, GraphValue, ModuleRef, Retains, Tracked
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
 from tapelint.analysis.torch_api import literal_bool
@@ -105,4 +105,72 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
         retains = Retains.NO
     graph_roots = [v for v in frame.graph_values(frame.elements(roots, state) | roots, state) if v is not OPAQUE]
     event = frame.store.event(call, frame, graph_roots, retains, frame.scope, api, is_grad, creates)
+    for root in graph_roots:
+        frame.store.proven.update(walked_components(root))
     frame.recorder.backward(event, state)
+
+
+# A graph of unknown provenance this large is not searched for walked components.
+MAX_COMPONENT_SEARCH = 400
+
+
+def walked_components(root: GraphValue) -> set[int]:
+    """The ids of the values a backward of `root` is known to walk, when
+    `root` is of unknown provenance (an unknown model's output): a backward
+    proves that the root is tracked, so at least one of its *origins* — the
+    calls of unknown objects (`self.actor_critic.evaluate_actions(obs)`)
+    its unknown-ness comes from — is. A value the root is computed from is
+    then walked too if it is computed from every one of those origins
+    (`value_loss` of `value_loss * c - entropy * c2`, both from one model
+    call), whatever its own inputs looked like. A root tracked by
+    construction proves nothing about its components; an origin that is a
+    tensor operation on opaque data (`batch["w"].float()`) is not a model
+    and does not count; what went through `.item()`, `.detach()` ... is no
+    graph value at all, so never a component."""
+    start = root.node if isinstance(root, Carried) else root
+    if start.tracked is not Tracked.UNKNOWN or start is OPAQUE:
+        return set()
+    nodes: dict[int, AbstractNode] = {}
+    children: dict[int, list[int]] = {}
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        if id(node) in nodes:
+            continue
+        nodes[id(node)] = node
+        if len(nodes) > MAX_COMPONENT_SEARCH:
+            return set()
+        for parent in node.parents:
+            parent_node = parent.node if isinstance(parent, Carried) else parent
+            if parent_node is OPAQUE or parent_node.tracked is not Tracked.UNKNOWN:
+                continue
+            children.setdefault(id(parent_node), []).append(id(node))
+            stack.append(parent_node)
+    origins = [key for key, node in nodes.items() if _is_origin(node, nodes)]
+    if not origins:
+        return set()
+    reached_by: dict[int, int] = {}  # node id -> how many origins it is computed from
+    for origin in origins:
+        seen = {origin}
+        work = [origin]
+        while work:
+            key = work.pop()
+            reached_by[key] = reached_by.get(key, 0) + 1
+            for child in children.get(key, ()):
+                if child not in seen:
+                    seen.add(child)
+                    work.append(child)
+    return {key for key, count in reached_by.items() if count == len(origins) and not nodes[key].leaf}
+
+
+def _is_origin(node: AbstractNode, nodes: dict[int, AbstractNode]) -> bool:
+    """Is `node` where unknown provenance enters the graph from something
+    that may own parameters (not from a tensor operation on opaque data)?"""
+    if any(id(p.node if isinstance(p, Carried) else p) in nodes for p in node.parents):
+        return False
+    site = node.site
+    if type(site) is not cst.Call:
+        return node.leaf  # a result of a function not looked into; operators on opaque data are data
+    func = site.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    return ops.function_saves(name) is Saves.UNKNOWN and name not in torch_api.DATA_METHODS
