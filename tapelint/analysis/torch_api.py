@@ -46,6 +46,26 @@ GRAPHLESS_NAMESPACES = ("torch.optim", "torch.utils", "torch.cuda", "torch.distr
 BACKWARD_RUNNERS = frozenset(
     ("accelerator", "fabric", "trainer", "model_engine", "engine", "booster", "strategy", "deepspeed_engine")
 )
+# Framework protocols: a training loop of the framework calls a hook of the
+# user's subclass once per step and backwards what it returns. By the
+# canonical name of a base class (or its package and name suffix): the hooks.
+STEP_HOOK_BASES: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        ("pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+         "pytorch_lightning.core.module.LightningModule", "lightning.LightningModule",
+         "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
+         "lightning.pytorch.core.module.LightningModule"),
+        frozenset(("training_step",)),
+    ),
+}
+# `transformers.Trainer`, `transformers.Seq2SeqTrainer`, `trl.DPOTrainer`, ...:
+# `Trainer.training_step` backwards what `compute_loss` returns.
+STEP_HOOK_PACKAGES: dict[str, tuple[str, frozenset[str]]] = {
+    "transformers": ("Trainer", frozenset(("compute_loss",))),
+    "trl": ("Trainer", frozenset(("compute_loss",))),
+}
+# `self.automatic_optimization = False`: the Lightning module backwards by itself.
+MANUAL_OPTIMIZATION_FLAG = "self.automatic_optimization"
 # Methods of an nn.Module that return the module itself.
 MODULE_IDENTITY_METHODS = frozenset(
     ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type", "share_memory")
@@ -109,6 +129,7 @@ PASS_THROUGH_BUILTINS = frozenset(
     ("list", "tuple", "sorted", "reversed", "iter", "next", "zip", "enumerate", "dict", "set", "filter", "map")
 )
 LIST_ADDERS = frozenset(("append", "extend", "insert", "add", "update", "setdefault", "appendleft"))
+SEQUENCE_ADDERS = frozenset(("append", "extend", "insert", "appendleft"))
 LIST_GETTERS = frozenset(("pop", "get", "popleft", "values", "items", "copy"))
 
 

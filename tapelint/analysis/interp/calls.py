@@ -6,7 +6,7 @@ so the nodes they create and the backwards they run sit in the caller's loops.""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -146,6 +146,11 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         if len(args) == 1:
             return args[0][1]
         return frozenset((tuple_of(vals for _, vals in args),))
+    if method in torch_api.SEQUENCE_ADDERS and receiver <= {OPAQUE} and _kept_on_self(func.value):
+        # `self._metrics[mode][key].append(v)` into a container the analysis did not
+        # see made (a `defaultdict`, a library's list): it is kept on the object, so it
+        # outlives every call, whatever else it is.
+        receiver = frozenset((frame.store.new_list(func.value, _Outside(frame.context)),))
     out: set = set()
     owner = frame.owner
     for value in receiver:
@@ -165,6 +170,21 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif method not in torch_api.BARRIER_METHODS:
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
+
+
+@dataclass(frozen=True)
+class _Outside:
+    """A placement outside every loop: a container that lives on an object."""
+
+    context: tuple
+    loops: tuple = ()
+
+
+def _kept_on_self(expr: cst.BaseExpression) -> bool:
+    """`self.x`, `self.x[k]`, `self.x[k][j]`: an attribute of the object, or an item of one."""
+    while type(expr) is cst.Subscript:
+        expr = expr.value
+    return type(expr) is cst.Attribute and (dotted_name(expr) or "").startswith("self.")
 
 
 def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: ModuleRef, method: str, args: Args,

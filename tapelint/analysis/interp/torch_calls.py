@@ -10,6 +10,7 @@ import libcst as cst
 
 from tapelint import ops
 from tapelint.analysis import torch_api
+from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, GraphValue, ModuleRef, Retains, Tracked
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
@@ -103,10 +104,25 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
         retains = Retains.UNKNOWN  # a partial walk frees only part of the graph
     else:
         retains = Retains.NO
+    _walk(frame, call, roots, state, api, retains, is_grad, creates)
+
+
+def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str) -> None:
+    """A framework's backward of what a hook returned (`protocols`), reported at
+    the hook's `return`: a plain walk, retaining nothing."""
+    _walk(frame, site, roots, state, api, Retains.NO, False, False)
+
+
+def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, retains: Retains, is_grad: bool,
+          creates: bool) -> None:
     graph_roots = [v for v in frame.graph_values(frame.elements(roots, state) | roots, state) if v is not OPAQUE]
-    event = frame.store.event(call, frame, graph_roots, retains, frame.scope, api, is_grad, creates)
-    for root in graph_roots:
-        frame.store.proven.update(walked_components(root))
+    event = frame.store.event(site, frame, graph_roots, retains, frame.scope, api, is_grad, creates)
+    if frame.owner is not None:
+        # In a method, an unknown object kept on `self` (`self.actor_critic`) is
+        # what the object trains; a parameter of a plain function nobody here
+        # passes stays unknown (its callers in other files report through it).
+        for root in graph_roots:
+            frame.store.proven.update(walked_components(root))
     frame.recorder.backward(event, state)
 
 
@@ -146,21 +162,26 @@ def walked_components(root: GraphValue) -> set[int]:
                 continue
             children.setdefault(id(parent_node), []).append(id(node))
             stack.append(parent_node)
-    origins = [key for key, node in nodes.items() if _is_origin(node, nodes)]
+    # One origin per unknown object called: `self.model(a)` and `self.model(b)` are one model.
+    origins: dict[object, list[int]] = {}
+    for key, node in nodes.items():
+        if _is_origin(node, nodes):
+            callee = dotted_name(node.site.func) if type(node.site) is cst.Call else None
+            origins.setdefault(callee or key, []).append(key)
     if not origins:
         return set()
-    reached_by: dict[int, int] = {}  # node id -> how many origins it is computed from
-    for origin in origins:
-        seen = {origin}
-        work = [origin]
+    reached_by: dict[int, set[object]] = {}  # node id -> the origins it is computed from
+    for origin, starts in origins.items():
+        seen = set(starts)
+        work = list(starts)
         while work:
             key = work.pop()
-            reached_by[key] = reached_by.get(key, 0) + 1
+            reached_by.setdefault(key, set()).add(origin)
             for child in children.get(key, ()):
                 if child not in seen:
                     seen.add(child)
                     work.append(child)
-    return {key for key, count in reached_by.items() if count == len(origins) and not nodes[key].leaf}
+    return {key for key, found in reached_by.items() if len(found) == len(origins) and not nodes[key].leaf}
 
 
 def _is_origin(node: AbstractNode, nodes: dict[int, AbstractNode]) -> bool:
