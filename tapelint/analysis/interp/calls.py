@@ -128,10 +128,14 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
     method = func.attr.value
     tensors = [v for v in receiver if isinstance(v, (AbstractNode, Carried))]
     known_tensors = [v for v in tensors if v is not OPAQUE]
-    if method == "backward":
+    if method == "backward" and not _defines_backward(frame, receiver):
         owner_name = (dotted_name(func.value) or "").split(".")[-1]
-        if args and args[0][0] is None and not known_tensors and owner_name in torch_api.BACKWARD_RUNNERS:
-            backward(frame, call, args[0][1], state, f"{owner_name}.backward(...)", positional_offset=None)
+        first = args[0][1] if args and args[0][0] is None else EMPTY
+        if not known_tensors and first and (owner_name in torch_api.BACKWARD_RUNNERS or _known_tensor(first)):
+            # `accelerator.backward(loss)`, `model_engine.backward(loss)`,
+            # `self.strategy.backward(loss, model, optimizer)`: an object of a library
+            # class that backwards the tensor it is given.
+            backward(frame, call, first, state, f"{owner_name or 'runner'}.backward(...)", positional_offset=None)
         else:
             backward(frame, call, frozenset(tensors), state, "backward()", positional_offset=1)
         return EMPTY
@@ -170,6 +174,21 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif method not in torch_api.BARRIER_METHODS:
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
+
+
+def _defines_backward(frame: Frame, receiver: Vals) -> bool:
+    """Is the receiver an instance of a class of the project that defines
+    `backward` (a wrapper analysed as the code it is, not as a walk)?"""
+    for value in receiver:
+        if isinstance(value, SelfRef) and frame.owner is not None and "backward" in frame.owner.methods:
+            return True
+        if isinstance(value, ModuleRef) and (info := frame.user_class(value)) is not None and "backward" in info.methods:
+            return True
+    return False
+
+
+def _known_tensor(vals: Vals) -> bool:
+    return any(isinstance(v, (AbstractNode, Carried)) and v is not OPAQUE for v in vals)
 
 
 @dataclass(frozen=True)
