@@ -134,8 +134,8 @@ def walked_components(root: GraphValue) -> set[int]:
     """The ids of the values a backward of `root` is known to walk, when
     `root` is of unknown provenance (an unknown model's output): a backward
     proves that the root is tracked, so at least one of its *origins* — the
-    calls of unknown objects (`self.actor_critic.evaluate_actions(obs)`)
-    its unknown-ness comes from — is. A value the root is computed from is
+    calls of unknown objects (`self.actor_critic.evaluate_actions(obs)`) it
+    is computed from — is (opaque data is taken for data). A value the root is computed from is
     then walked too if it is computed from every one of those origins
     (`value_loss` of `value_loss * c - entropy * c2`, both from one model
     call), whatever its own inputs looked like. A root tracked by
@@ -165,7 +165,7 @@ def walked_components(root: GraphValue) -> set[int]:
     # One origin per unknown object called: `self.model(a)` and `self.model(b)` are one model.
     origins: dict[object, list[int]] = {}
     for key, node in nodes.items():
-        if _is_origin(node, nodes):
+        if _is_origin(node):
             callee = dotted_name(node.site.func) if type(node.site) is cst.Call else None
             origins.setdefault(callee or key, []).append(key)
     if not origins:
@@ -184,14 +184,14 @@ def walked_components(root: GraphValue) -> set[int]:
     return {key for key, found in reached_by.items() if len(found) == len(origins) and not nodes[key].leaf}
 
 
-def _is_origin(node: AbstractNode, nodes: dict[int, AbstractNode]) -> bool:
-    """Is `node` where unknown provenance enters the graph from something
-    that may own parameters (not from a tensor operation on opaque data)?"""
-    if any(id(p.node if isinstance(p, Carried) else p) in nodes for p in node.parents):
-        return False
+def _is_origin(node: AbstractNode) -> bool:
+    """Is `node` where unknown provenance may enter the graph from something
+    that may own parameters — a call of an unknown object or function, or the
+    result of a function not looked into — rather than a tensor operation on
+    data (operators, indexing, `float()`, the op table's functions)?"""
     site = node.site
     if type(site) is not cst.Call:
-        return node.leaf  # a result of a function not looked into; operators on opaque data are data
+        return node.leaf
     func = site.func
     name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
     return ops.function_saves(name) is Saves.UNKNOWN and name not in torch_api.DATA_METHODS
