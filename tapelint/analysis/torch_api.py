@@ -64,6 +64,10 @@ STEP_HOOK_PACKAGES: dict[str, tuple[str, frozenset[str]]] = {
     "transformers": ("Trainer", frozenset(("compute_loss",))),
     "trl": ("Trainer", frozenset(("compute_loss",))),
 }
+# Every hook's name: a file that defines one may hold a hazard without a backward call (the pre-check).
+STEP_HOOK_NAMES = frozenset(
+    name for hooks in (*STEP_HOOK_BASES.values(), *(p[1] for p in STEP_HOOK_PACKAGES.values())) for name in hooks
+)
 # `self.automatic_optimization = False`: the Lightning module backwards by itself.
 MANUAL_OPTIMIZATION_FLAG = "self.automatic_optimization"
 # Methods of an nn.Module that return the module itself.

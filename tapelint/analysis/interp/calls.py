@@ -182,8 +182,10 @@ def _defines_backward(frame: Frame, receiver: Vals) -> bool:
     for value in receiver:
         if isinstance(value, SelfRef) and frame.owner is not None and "backward" in frame.owner.methods:
             return True
-        if isinstance(value, ModuleRef) and (info := frame.user_class(value)) is not None and "backward" in info.methods:
-            return True
+        if isinstance(value, ModuleRef):
+            info = frame.user_class(value)
+            if info is not None and "backward" in info.methods:
+                return True
     return False
 
 

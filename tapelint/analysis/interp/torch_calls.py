@@ -116,7 +116,11 @@ def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, ap
 def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, retains: Retains, is_grad: bool,
           creates: bool) -> None:
     graph_roots = [v for v in frame.graph_values(frame.elements(roots, state) | roots, state) if v is not OPAQUE]
-    event = frame.store.event(site, frame, graph_roots, retains, frame.scope, api, is_grad, creates)
+    # A framework's walk has no call of its own: it is placed at the returned
+    # expression, of which only the position is read (it retains nothing, so no
+    # `retain_graph` argument of it is ever looked up).
+    event = frame.store.event(site, frame, graph_roots, retains, frame.scope, api, is_grad,  # type: ignore[arg-type]
+                              creates)
     if frame.owner is not None:
         # In a method, an unknown object kept on `self` (`self.actor_critic`) is
         # what the object trains; a parameter of a plain function nobody here
