@@ -125,16 +125,27 @@ def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, 
         # In a method, an unknown object kept on `self` (`self.actor_critic`) is
         # what the object trains; a parameter of a plain function nobody here
         # passes stays unknown (its callers in other files report through it).
+        functions = _named_functions(frame)
         for root in graph_roots:
-            frame.store.proven.update(walked_components(root))
+            frame.store.proven.update(walked_components(root, functions))
     frame.recorder.backward(event, state)
+
+
+def _named_functions(frame: Frame) -> frozenset[str]:
+    """The names this module calls functions by: its imports (first-party
+    ones included) and its own functions."""
+    program = frame.program
+    names = set(program.imports.aliases) | set(program.functions)
+    if program.summary is not None:
+        names.update(name for name, _ in program.summary.imports)
+    return frozenset(names)
 
 
 # A graph of unknown provenance this large is not searched for walked components.
 MAX_COMPONENT_SEARCH = 400
 
 
-def walked_components(root: GraphValue) -> set[int]:
+def walked_components(root: GraphValue, functions: frozenset[str] = frozenset()) -> set[int]:
     """The ids of the values a backward of `root` is known to walk, when
     `root` is of unknown provenance (an unknown model's output): a backward
     proves that the root is tracked, so at least one of its *origins* — the
@@ -144,8 +155,9 @@ def walked_components(root: GraphValue) -> set[int]:
     (`value_loss` of `value_loss * c - entropy * c2`, both from one model
     call), whatever its own inputs looked like. A root tracked by
     construction proves nothing about its components; an origin that is a
-    tensor operation on opaque data (`batch["w"].float()`) is not a model
-    and does not count; what went through `.item()`, `.detach()` ... is no
+    tensor operation on opaque data (`batch["w"].float()`) or a function
+    called by the name it is imported or defined under (`functions`:
+    `selective_log_softmax(logits)`) is not a model and does not count; what went through `.item()`, `.detach()` ... is no
     graph value at all, so never a component."""
     start = root.node if isinstance(root, Carried) else root
     if start.tracked is not Tracked.UNKNOWN or start is OPAQUE:
@@ -169,7 +181,7 @@ def walked_components(root: GraphValue) -> set[int]:
     # One origin per unknown object called: `self.model(a)` and `self.model(b)` are one model.
     origins: dict[object, list[int]] = {}
     for key, node in nodes.items():
-        if _is_origin(node):
+        if _is_origin(node, functions):
             callee = dotted_name(node.site.func) if type(node.site) is cst.Call else None
             origins.setdefault(callee or key, []).append(key)
     if not origins:
@@ -188,14 +200,18 @@ def walked_components(root: GraphValue) -> set[int]:
     return {key for key, found in reached_by.items() if len(found) == len(origins) and not nodes[key].leaf}
 
 
-def _is_origin(node: AbstractNode) -> bool:
+def _is_origin(node: AbstractNode, functions: frozenset[str]) -> bool:
     """Is `node` where unknown provenance may enter the graph from something
-    that may own parameters — a call of an unknown object or function, or the
-    result of a function not looked into — rather than a tensor operation on
-    data (operators, indexing, `float()`, the op table's functions)?"""
+    that may own parameters — a call of an unknown object (a parameter, an
+    attribute), or the result of a function not looked into — rather than a
+    tensor operation on data (operators, indexing, `float()`, the op table's
+    functions) or a function named by its import or definition?"""
     site = node.site
     if type(site) is not cst.Call:
         return node.leaf
     func = site.func
     name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    head = (dotted_name(func) or "").partition(".")[0]
+    if head in functions:
+        return False
     return ops.function_saves(name) is Saves.UNKNOWN and name not in torch_api.DATA_METHODS
