@@ -190,7 +190,10 @@ def _defines_backward(frame: Frame, receiver: Vals) -> bool:
 
 
 def _known_tensor(vals: Vals) -> bool:
-    return any(isinstance(v, (AbstractNode, Carried)) and v is not OPAQUE for v in vals)
+    """A tensor the analysis knows that may carry a graph (not a gradient
+    built by a factory: `out.backward(torch.ones_like(out))` of an unknown `out`)."""
+    return any(isinstance(v, (AbstractNode, Carried)) and v is not OPAQUE and v.tracked is not Tracked.NO
+               for v in vals)
 
 
 @dataclass(frozen=True)
