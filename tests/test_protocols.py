@@ -189,3 +189,25 @@ def test_a_lambda_is_interpreted_when_called():
         """
     assert codes(source.format(again="loss.backward()")) == [("TL004", 8)]
     assert codes(source.format(again="pass")) == []
+
+
+def test_an_object_of_a_library_class_is_unknown_not_nothing():
+    source = """
+        from somelib import GPTLMLoss
+
+        class SFTTrainer:
+            def __init__(self, model, strategy):
+                self.model = model
+                self.strategy = strategy
+                self.loss_fn = GPTLMLoss()
+
+            def fit(self, batches):
+                loss_sum = 0
+                for inputs, targets in batches:
+                    gpt_loss = self.loss_fn(self.model(inputs), targets)
+                    self.strategy.backward(gpt_loss * 0.5, self.model)
+                    loss_sum += gpt_loss{read}
+                return loss_sum
+        """
+    assert codes(source.format(read="")) == [("TL003", 15)]
+    assert codes(source.format(read=".item()")) == []

@@ -76,8 +76,18 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     else:
         callee = frame.eval(func, state)
         result = call_values(frame, call, func, callee, args, state)
+    if not result and name is not None and _names_a_class(name):
+        # An object of a library class (`GPTLMLoss()`, `ReplayBuffer(n)`): unknown, but
+        # something that may be called or kept, not nothing.
+        result = frozenset((OPAQUE,))
     _call_function_arguments(frame, args, state)
     return result
+
+
+def _names_a_class(name: str) -> bool:
+    """`lib.GPTLMLoss`: the last component is spelled as Python spells classes."""
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isupper() and not last.isupper()
 
 
 def first_party(frame: Frame, dotted: str) -> Optional[Vals]:
