@@ -211,3 +211,24 @@ def test_an_object_of_a_library_class_is_unknown_not_nothing():
         """
     assert codes(source.format(read="")) == [("TL003", 15)]
     assert codes(source.format(read=".item()")) == []
+    # A method of a library object is not known to build graph: parsed options are no model.
+    assert codes(
+        """
+        import argparse
+        import torch.nn as nn
+
+        class Layer(nn.Linear):
+            def __init__(self):
+                super().__init__(4, 4)
+                self.threshold = args.threshold
+
+            def fit(self, x, epochs):
+                for i in range(epochs):
+                    loss = (self.forward(x) - self.threshold).pow(2).mean()
+                    loss.backward()
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            args = parser.parse_args()
+        """
+    ) == []

@@ -21,6 +21,7 @@ from tapelint.analysis.model import (
     Carried,
     ClassRef,
     FunctionRef,
+    LibraryObject,
     ListRef,
     ModuleRef,
     SelfRef,
@@ -77,9 +78,9 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         callee = frame.eval(func, state)
         result = call_values(frame, call, func, callee, args, state)
     if not result and name is not None and _names_a_class(name):
-        # An object of a library class (`GPTLMLoss()`, `ReplayBuffer(n)`): unknown, but
-        # something that may be called or kept, not nothing.
-        result = frozenset((OPAQUE,))
+        # An object of a library class (`GPTLMLoss()`, `ReplayBuffer(n)`): something
+        # that may be called on tensors later, not nothing.
+        result = frozenset((LibraryObject(name.rsplit(".", 1)[-1]),))
     _call_function_arguments(frame, args, state)
     return result
 
@@ -160,7 +161,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         if len(args) == 1:
             return args[0][1]
         return frozenset((tuple_of(vals for _, vals in args),))
-    if method in torch_api.SEQUENCE_ADDERS and receiver <= {OPAQUE} and _kept_on_self(func.value):
+    if method in torch_api.SEQUENCE_ADDERS and _kept_on_self(func.value) and all(
+            v is OPAQUE or isinstance(v, LibraryObject) for v in receiver):
         # `self._metrics[mode][key].append(v)` into a container the analysis did not
         # see made (a `defaultdict`, a library's list): it is kept on the object, so it
         # outlives every call, whatever else it is.
@@ -178,10 +180,10 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
             out.add(OPAQUE)
     if known_tensors:
         out |= tensor_method(frame, call, func, known_tensors, method, args, state)
-    elif OPAQUE in receiver:
+    elif OPAQUE in receiver or any(isinstance(v, LibraryObject) for v in receiver):
         if method == "scale" and args:
             out |= args[0][1]  # GradScaler.scale(loss): the same graph
-        elif method not in torch_api.BARRIER_METHODS:
+        elif method not in torch_api.BARRIER_METHODS and OPAQUE in receiver:
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
 
@@ -279,7 +281,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node))
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
-        elif value is OPAQUE or isinstance(value, (AbstractNode, Carried)):
+        elif value is OPAQUE or isinstance(value, (AbstractNode, Carried, LibraryObject)):
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
 

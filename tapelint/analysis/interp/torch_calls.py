@@ -150,14 +150,14 @@ def walked_components(root: GraphValue, functions: frozenset[str] = frozenset())
     `root` is of unknown provenance (an unknown model's output): a backward
     proves that the root is tracked, so at least one of its *origins* — the
     calls of unknown objects (`self.actor_critic.evaluate_actions(obs)`) it
-    is computed from — is (opaque data is taken for data). A value the root is computed from is
-    then walked too if it is computed from every one of those origins
-    (`value_loss` of `value_loss * c - entropy * c2`, both from one model
-    call), whatever its own inputs looked like. A root tracked by
-    construction proves nothing about its components; an origin that is a
-    tensor operation on opaque data (`batch["w"].float()`) or a function
-    called by the name it is imported or defined under (`functions`:
-    `selective_log_softmax(logits)`) is not a model and does not count; what went through `.item()`, `.detach()` ... is no
+    is computed from — is (opaque data is taken for data). A value the root
+    is computed from is then walked too if it is computed from every one of
+    those origins (`value_loss` of `value_loss * c - entropy * c2`, both from
+    one model call), whatever its own inputs looked like. A root tracked by
+    construction proves nothing about its components. A tensor operation on
+    opaque data (`batch["w"].float()`) or a function called by the name it is
+    imported or defined under (`functions`: `selective_log_softmax(logits)`)
+    is not an origin. What went through `.item()`, `.detach()` ... is no
     graph value at all, so never a component."""
     start = root.node if isinstance(root, Carried) else root
     if start.tracked is not Tracked.UNKNOWN or start is OPAQUE:
