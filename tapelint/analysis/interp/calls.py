@@ -142,7 +142,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
     if method == "backward" and not _defines_backward(frame, receiver):
         owner_name = (dotted_name(func.value) or "").split(".")[-1]
         first = args[0][1] if args and args[0][0] is None else EMPTY
-        if not known_tensors and first and (owner_name in torch_api.BACKWARD_RUNNERS or _known_tensor(first)):
+        named = owner_name in torch_api.BACKWARD_RUNNERS
+        if not known_tensors and first and (named or (_known_tensor(first) and not _wraps_backward(frame))):
             # `accelerator.backward(loss)`, `model_engine.backward(loss)`,
             # `self.strategy.backward(loss, model, optimizer)`: an object of a library
             # class that backwards the tensor it is given.
@@ -199,6 +200,13 @@ def _defines_backward(frame: Frame, receiver: Vals) -> bool:
             if info is not None and "backward" in info.methods:
                 return True
     return False
+
+
+def _wraps_backward(frame: Frame) -> bool:
+    """Is this the body of a method that is itself called `backward` (a
+    wrapper handing its loss on: `self.precision_plugin.backward(loss)`)? It
+    runs when its caller backwards, not once per step of its own."""
+    return type(frame.scope) is cst.FunctionDef and frame.scope.name.value == "backward"
 
 
 def _known_tensor(vals: Vals) -> bool:
