@@ -3,7 +3,9 @@ paying for a parse.
 
 Every hazard but one needs a backward call, and every backward call the
 analysis recognises is a method call `.backward(`/`.manual_backward(`, goes
-through `torch.autograd`, or is a configured backward function; a file that
+through `torch.autograd`, is a configured backward function, or is a
+framework's backward of what a hook the file defines returns
+(`def compute_loss(`, `def training_step(`); a file that
 only *defines* `backward` (an autograd Function) has none. The one
 exception, TL003 in an evaluation loop, needs a loop, an accumulating
 statement, and a value tracked by construction — which only a literal
@@ -27,6 +29,7 @@ import re
 
 from tapelint.analysis import reads
 from tapelint.analysis.project import find_absolute, find_relative, roots_for
+from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.files import SourceError, decode_source, read_bytes
 from tapelint.ops import PARAMETRIC_MODULES
 from tapelint.settings import Settings
@@ -121,6 +124,8 @@ def _has_marker(source: str, settings: Settings) -> bool:
         return True
     if "autograd" in source and _AUTOGRAD_CALL.search(source):
         return True  # torch.autograd.grad / backward, however imported
+    if "def " in source and any(f"def {hook}(" in source for hook in STEP_HOOK_NAMES):
+        return True  # a framework backwards what this hook returns (`analysis/protocols.py`)
     names = settings.backward_functions + settings.tracked_functions
     if any(name.split(".")[-1] in source for name in names):
         return True

@@ -18,6 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import protocols
 from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.anchors import Located, relocate
 from tapelint.analysis.findings import Hazard
@@ -108,11 +109,11 @@ class ModuleAnalysis:
         return nodes + [(event.call, event.context) for event in self.events.values()]
 
     def _frame(self, scope: cst.CSTNode, context: tuple, owner: Optional[ClassInfo],
-               fallback: tuple[dict[str, Vals], ...]) -> Frame:
+               fallback: tuple[dict[str, Vals], ...], kind: type[Frame] = Frame) -> Frame:
         program = self.program.home_of(scope)
         if program is not self.program:
             fallback = ()  # another module's function: not this module's names
-        return Frame(program, self.store, self, scope=scope, loops=(), context=context, owner=owner,
+        return kind(program, self.store, self, scope=scope, loops=(), context=context, owner=owner,
                      fallback=fallback)
 
     def _analyze_class(self, info: ClassInfo) -> None:
@@ -121,13 +122,14 @@ class ModuleAnalysis:
             info.state = self._analyze_function(init, owner=info, initial={}, collect_self=True)
         steps: list[cst.FunctionDef] = []
         extra: dict[str, Vals] = {}
+        hooks = protocols.step_hooks(self.program, info)
         for name, fn in info.methods.items():
             if name == "__init__":
                 continue
             before = len(self.store.events)
             leaves = self._analyze_function(fn, owner=info, initial=info.state, collect_self=True)
-            if len(self.store.events) > before:
-                steps.append(fn)  # runs a backward: a training step, called once per step
+            if len(self.store.events) > before or name in hooks:
+                steps.append(fn)  # runs a backward (or the framework does): called once per step
                 continue
             for key, vals in leaves.items():
                 extra[key] = extra.get(key, EMPTY) | vals
@@ -137,9 +139,10 @@ class ModuleAnalysis:
             unknown = frozenset(OPAQUE if isinstance(v, (AbstractNode, Carried)) else v for v in vals)
             info.state[key] = info.state.get(key, EMPTY) | unknown
         for fn in steps:
-            if fn in self.inlined_methods:
+            hook = fn.name.value in hooks
+            if fn in self.inlined_methods and not hook:
                 continue  # a helper of another method (`backward_G()` of `optimize_parameters()`)
-            self._analyze_function(fn, owner=info, initial=info.state, implicit_loop=True)
+            self._analyze_function(fn, owner=info, initial=info.state, implicit_loop=True, hook=hook)
 
     def _analyze_function(
         self,
@@ -148,20 +151,22 @@ class ModuleAnalysis:
         initial: dict[str, Vals],
         collect_self: bool = False,
         implicit_loop: bool = False,
+        hook: bool = False,
     ) -> dict[str, Vals]:
         """Analyse `fn` on its own, its parameters unknown. Returns its final
         `self.*` bindings when asked (what `__init__` leaves on the object).
         A module function that runs a backward and has no loop of its own is
         a step function: it is analysed again as the body of an implicit loop."""
         before = len(self.store.events)
-        leaves = self._run_function(fn, owner, initial, collect_self, implicit_loop)
+        leaves = self._run_function(fn, owner, initial, collect_self, implicit_loop, hook)
         if owner is None and not implicit_loop and len(self.store.events) > before and not has_loop(fn):
             self._run_function(fn, owner, initial, False, True)
         return leaves
 
     def _run_function(self, fn: cst.FunctionDef, owner: Optional[ClassInfo], initial: dict[str, Vals],
-                      collect_self: bool, implicit_loop: bool) -> dict[str, Vals]:
-        frame = self._frame(fn, (fn,), owner, (self.module_env,))
+                      collect_self: bool, implicit_loop: bool, hook: bool = False) -> dict[str, Vals]:
+        """`hook`: a framework calls `fn` once per step and backwards what it returns (`protocols`)."""
+        frame = self._frame(fn, (fn,), owner, (self.module_env,), protocols.HookFrame if hook else Frame)
         state = State(dict(initial), {}, {}, no_grad=self.program.is_no_grad_function(fn))
         frame.bind_parameters(fn, state, method=owner is not None, args=None)
         if implicit_loop:

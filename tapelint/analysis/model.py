@@ -186,6 +186,15 @@ def _spread(values: frozenset) -> Iterator:
             yield value
 
 
+@dataclass(frozen=True)
+class LibraryObject:
+    """An instance of a library class (`GPTLMLoss()`, `ArgumentParser()`):
+    calling it may build graph from what it is given (a loss object), its
+    methods are not known to (`parser.parse_args()`)."""
+
+    class_name: str
+
+
 class SelfRef:
     """The `self` of the method being analysed."""
 
@@ -195,7 +204,7 @@ class SelfRef:
 
 SELF = SelfRef()
 
-Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef]
+Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject]
 
 
 @dataclass(eq=False)

@@ -46,6 +46,30 @@ GRAPHLESS_NAMESPACES = ("torch.optim", "torch.utils", "torch.cuda", "torch.distr
 BACKWARD_RUNNERS = frozenset(
     ("accelerator", "fabric", "trainer", "model_engine", "engine", "booster", "strategy", "deepspeed_engine")
 )
+# Framework protocols: a training loop of the framework calls a hook of the
+# user's subclass once per step and backwards what it returns. By the
+# canonical name of a base class (or its package and name suffix): the hooks.
+STEP_HOOK_BASES: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        ("pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+         "pytorch_lightning.core.module.LightningModule", "lightning.LightningModule",
+         "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
+         "lightning.pytorch.core.module.LightningModule"),
+        frozenset(("training_step",)),
+    ),
+}
+# `transformers.Trainer`, `transformers.Seq2SeqTrainer`, `trl.DPOTrainer`, ...:
+# `Trainer.training_step` backwards what `compute_loss` returns.
+STEP_HOOK_PACKAGES: dict[str, tuple[str, frozenset[str]]] = {
+    "transformers": ("Trainer", frozenset(("compute_loss",))),
+    "trl": ("Trainer", frozenset(("compute_loss",))),
+}
+# Every hook's name: a file that defines one may hold a hazard without a backward call (the pre-check).
+STEP_HOOK_NAMES = frozenset(
+    name for hooks in (*STEP_HOOK_BASES.values(), *(p[1] for p in STEP_HOOK_PACKAGES.values())) for name in hooks
+)
+# `self.automatic_optimization = False`: the Lightning module backwards by itself.
+MANUAL_OPTIMIZATION_FLAG = "self.automatic_optimization"
 # Methods of an nn.Module that return the module itself.
 MODULE_IDENTITY_METHODS = frozenset(
     ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type", "share_memory")
@@ -57,6 +81,12 @@ CHAINING_CALLS = frozenset(("itertools.chain",))
 # Tensor methods that return (or act on) the tensor itself, not a new graph node.
 TENSOR_SELF_METHODS = frozenset(
     ("retain_grad", "register_hook", "zero_", "fill_", "normal_", "uniform_", "copy_", "requires_grad")
+)
+# Tensor methods that convert or move data: on an input of unknown provenance
+# they are data handling, not a model that may own parameters.
+DATA_METHODS = frozenset(
+    ("to", "float", "double", "half", "bfloat16", "long", "int", "bool", "cuda", "cpu", "type", "type_as",
+     "contiguous", "clone", "masked_fill", "pin_memory")
 )
 # `optimizer.step()` / `zero_grad()`: a retained graph is not what the next backward relies on.
 BARRIER_METHODS = frozenset(("step", "zero_grad"))
@@ -106,6 +136,7 @@ PASS_THROUGH_BUILTINS = frozenset(
     ("list", "tuple", "sorted", "reversed", "iter", "next", "zip", "enumerate", "dict", "set", "filter", "map")
 )
 LIST_ADDERS = frozenset(("append", "extend", "insert", "add", "update", "setdefault", "appendleft"))
+SEQUENCE_ADDERS = frozenset(("append", "extend", "insert", "appendleft"))
 LIST_GETTERS = frozenset(("pop", "get", "popleft", "values", "items", "copy"))
 
 

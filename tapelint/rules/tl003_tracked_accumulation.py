@@ -28,6 +28,13 @@ class TrackedAccumulation(Rule[AccumulationHazard]):
     total of backwarded losses stops growing: that flavour is reported under
     `--semantics torch` only; the evaluation loop's grows under both.
 
+    What is accumulated may be one component of the backwarded loss
+    (`value_loss` of `value_loss * c - entropy * c2`) and come from a model
+    the analysis does not know (`self.model`, an object passed in): the
+    backward proves it tracked. A framework's own loop counts as a loop:
+    metrics kept on `self` by a `compute_loss` (Hugging Face `Trainer`) or
+    a Lightning `training_step` grow with every step.
+
     Accumulation that *is* the computation (a loss summed over micro-batches
     and backwarded once, residual sums in a `forward`) is not reported.
 
@@ -84,6 +91,32 @@ print(val_loss / 3)
             torch="grows",
             strict="grows",
         ),
+        Invalid(
+            """\
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def fit(self, batches):
+        value_loss_sum = 0.0
+        for x in batches:
+            values = self.model(x)
+            value_loss = values.pow(2).mean()
+            (value_loss - values.exp().mean() * 0.01).backward()
+            value_loss_sum += value_loss
+        return value_loss_sum
+
+
+total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
+""",
+            line=15,
+            torch="grows",
+            strict="ok",
+        ),
     )
     valid = (
         Valid(
@@ -125,6 +158,31 @@ total.backward()
 """,
             torch="grows",
             strict="grows",
+        ),
+        Valid(
+            """\
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def fit(self, batches):
+        value_loss_sum = 0.0
+        for x in batches:
+            values = self.model(x)
+            value_loss = values.pow(2).mean()
+            (value_loss - values.exp().mean() * 0.01).backward()
+            value_loss_sum += value_loss.item()
+        return value_loss_sum
+
+
+total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
+""",
+            torch="ok",
+            strict="ok",
         ),
     )
 

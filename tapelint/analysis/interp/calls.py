@@ -6,7 +6,7 @@ so the nodes they create and the backwards they run sit in the caller's loops.""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -21,6 +21,7 @@ from tapelint.analysis.model import (
     Carried,
     ClassRef,
     FunctionRef,
+    LibraryObject,
     ListRef,
     ModuleRef,
     SelfRef,
@@ -78,8 +79,18 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     else:
         callee = frame.eval(func, state)
         result = call_values(frame, call, func, callee, args, state)
+    if not result and name is not None and _names_a_class(name):
+        # An object of a library class (`GPTLMLoss()`, `ReplayBuffer(n)`): something
+        # that may be called on tensors later, not nothing.
+        result = frozenset((LibraryObject(name.rsplit(".", 1)[-1]),))
     _call_function_arguments(frame, args, state)
     return result
+
+
+def _names_a_class(name: str) -> bool:
+    """`lib.GPTLMLoss`: the last component is spelled as Python spells classes."""
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isupper() and not last.isupper()
 
 
 def first_party(frame: Frame, dotted: str) -> Optional[Vals]:
@@ -130,10 +141,15 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
     method = func.attr.value
     tensors = [v for v in receiver if isinstance(v, (AbstractNode, Carried))]
     known_tensors = [v for v in tensors if v is not OPAQUE]
-    if method == "backward":
+    if method == "backward" and not _defines_backward(frame, receiver):
         owner_name = (dotted_name(func.value) or "").split(".")[-1]
-        if args and args[0][0] is None and not known_tensors and owner_name in torch_api.BACKWARD_RUNNERS:
-            backward(frame, call, args[0][1], state, f"{owner_name}.backward(...)", positional_offset=None)
+        first = args[0][1] if args and args[0][0] is None else EMPTY
+        named = owner_name in torch_api.BACKWARD_RUNNERS
+        if not known_tensors and first and (named or (_known_tensor(first) and not _wraps_backward(frame))):
+            # `accelerator.backward(loss)`, `model_engine.backward(loss)`,
+            # `self.strategy.backward(loss, model, optimizer)`: an object of a library
+            # class that backwards the tensor it is given.
+            backward(frame, call, first, state, f"{owner_name or 'runner'}.backward(...)", positional_offset=None)
         else:
             backward(frame, call, frozenset(tensors), state, "backward()", positional_offset=1)
         return EMPTY
@@ -150,6 +166,12 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         if len(args) == 1:
             return args[0][1]
         return frozenset((tuple_of(vals for _, vals in args),))
+    if method in torch_api.SEQUENCE_ADDERS and _kept_on_self(func.value) and all(
+            v is OPAQUE or isinstance(v, LibraryObject) for v in receiver):
+        # `self._metrics[mode][key].append(v)` into a container the analysis did not
+        # see made (a `defaultdict`, a library's list): it is kept on the object, so it
+        # outlives every call, whatever else it is.
+        receiver = frozenset((frame.store.new_list(func.value, _Outside(frame.context)),))
     out: set = set()
     owner = frame.owner
     for value in receiver:
@@ -165,12 +187,54 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         if method.endswith("_") and not method.endswith("__") and method != "requires_grad_":
             staleness.on_update(frame, call, frozenset(known_tensors), state)  # `p.copy_(...)` under no_grad
         out |= tensor_method(frame, call, func, known_tensors, method, args, state)
-    elif OPAQUE in receiver:
+    elif OPAQUE in receiver or any(isinstance(v, LibraryObject) for v in receiver):
         if method == "scale" and args:
             out |= args[0][1]  # GradScaler.scale(loss): the same graph
-        elif method not in torch_api.BARRIER_METHODS:
+        elif method not in torch_api.BARRIER_METHODS and OPAQUE in receiver:
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
+
+
+def _defines_backward(frame: Frame, receiver: Vals) -> bool:
+    """Is the receiver an instance of a class of the project that defines
+    `backward` (a wrapper analysed as the code it is, not as a walk)?"""
+    for value in receiver:
+        if isinstance(value, SelfRef) and frame.owner is not None and "backward" in frame.owner.methods:
+            return True
+        if isinstance(value, ModuleRef):
+            info = frame.user_class(value)
+            if info is not None and "backward" in info.methods:
+                return True
+    return False
+
+
+def _wraps_backward(frame: Frame) -> bool:
+    """Is this the body of a method that is itself called `backward` (a
+    wrapper handing its loss on: `self.precision_plugin.backward(loss)`)? It
+    runs when its caller backwards, not once per step of its own."""
+    return type(frame.scope) is cst.FunctionDef and frame.scope.name.value == "backward"
+
+
+def _known_tensor(vals: Vals) -> bool:
+    """A tensor the analysis knows that may carry a graph (not a gradient
+    built by a factory: `out.backward(torch.ones_like(out))` of an unknown `out`)."""
+    return any(isinstance(v, (AbstractNode, Carried)) and v is not OPAQUE and v.tracked is not Tracked.NO
+               for v in vals)
+
+
+@dataclass(frozen=True)
+class _Outside:
+    """A placement outside every loop: a container that lives on an object."""
+
+    context: tuple
+    loops: tuple = ()
+
+
+def _kept_on_self(expr: cst.BaseExpression) -> bool:
+    """`self.x`, `self.x[k]`, `self.x[k][j]`: an attribute of the object, or an item of one."""
+    while type(expr) is cst.Subscript:
+        expr = expr.value
+    return type(expr) is cst.Attribute and (dotted_name(expr) or "").startswith("self.")
 
 
 def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: ModuleRef, method: str, args: Args,
@@ -236,7 +300,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node, site=call))
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
-        elif value is OPAQUE or isinstance(value, (AbstractNode, Carried)):
+        elif value is OPAQUE or isinstance(value, (AbstractNode, Carried, LibraryObject)):
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
 

@@ -251,8 +251,25 @@ def eval_named(frame: Frame, expr: cst.NamedExpr, state: State) -> Vals:
 
 
 def eval_nothing(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
-    """Literals, and lambdas (whose bodies are not interpreted)."""
+    """Literals."""
     return EMPTY
+
+
+def eval_lambda(frame: Frame, expr: cst.Lambda, state: State) -> Vals:
+    """A lambda is the function it is: `lambda: (x * 2).sum()` called later
+    (from a list of them, a dict, an optimizer's closure argument) is
+    interpreted like a `def` whose body returns the expression, with the
+    names it sees where it was made. The store keeps one such function per
+    lambda and placement, so loop passes see the same one."""
+    ref = frame.store.function_ref(expr, frame.context, frame.loops)  # type: ignore[arg-type]
+    if type(ref.node) is cst.Lambda:
+        body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(expr.body)])])
+        ref.node = cst.FunctionDef(cst.Name("lambda"), expr.params, body)
+        project = frame.program.project
+        if project is not None:
+            project.homes.setdefault(ref.node, frame.program)
+    ref.closure = state.env
+    return frozenset((ref,))
 
 
 def eval_await(frame: Frame, expr: cst.Await, state: State) -> Vals:
@@ -279,7 +296,7 @@ EVAL: dict[type, Callable[..., Vals]] = {
     cst.GeneratorExp: eval_comprehension,
     cst.DictComp: eval_comprehension,
     cst.NamedExpr: eval_named,
-    cst.Lambda: eval_nothing,
+    cst.Lambda: eval_lambda,
     cst.Integer: eval_nothing,
     cst.Float: eval_nothing,
     cst.Imaginary: eval_nothing,

@@ -10,7 +10,8 @@ import libcst as cst
 
 from tapelint import ops
 from tapelint.analysis import staleness, torch_api
-from tapelint.analysis.model import OPAQUE, ModuleRef, Retains, Tracked
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, GraphValue, ModuleRef, Retains, Tracked
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
 from tapelint.analysis.torch_api import literal_bool
@@ -105,6 +106,114 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
         retains = Retains.UNKNOWN  # a partial walk frees only part of the graph
     else:
         retains = Retains.NO
+    _walk(frame, call, roots, state, api, retains, is_grad, creates)
+
+
+def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str) -> None:
+    """A framework's backward of what a hook returned (`protocols`), reported at
+    the hook's `return`: a plain walk, retaining nothing."""
+    _walk(frame, site, roots, state, api, Retains.NO, False, False)
+
+
+def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, retains: Retains, is_grad: bool,
+          creates: bool) -> None:
     graph_roots = [v for v in frame.graph_values(frame.elements(roots, state) | roots, state) if v is not OPAQUE]
-    event = frame.store.event(call, frame, graph_roots, retains, frame.scope, api, is_grad, creates)
+    # A framework's walk has no call of its own: it is placed at the returned
+    # expression, of which only the position is read (it retains nothing, so no
+    # `retain_graph` argument of it is ever looked up).
+    event = frame.store.event(site, frame, graph_roots, retains, frame.scope, api, is_grad,  # type: ignore[arg-type]
+                              creates)
+    if frame.owner is not None:
+        # In a method, an unknown object kept on `self` (`self.actor_critic`) is
+        # what the object trains; a parameter of a plain function nobody here
+        # passes stays unknown (its callers in other files report through it).
+        functions = _named_functions(frame)
+        for root in graph_roots:
+            frame.store.proven.update(walked_components(root, functions))
     frame.recorder.backward(event, state)
+
+
+def _named_functions(frame: Frame) -> frozenset[str]:
+    """The names this module calls functions by: its imports (first-party
+    ones included) and its own functions."""
+    program = frame.program
+    names = set(program.imports.aliases) | set(program.functions)
+    if program.summary is not None:
+        names.update(name for name, _ in program.summary.imports)
+    return frozenset(names)
+
+
+# A graph of unknown provenance this large is not searched for walked components.
+MAX_COMPONENT_SEARCH = 400
+
+
+def walked_components(root: GraphValue, functions: frozenset[str] = frozenset()) -> set[int]:
+    """The ids of the values a backward of `root` is known to walk, when
+    `root` is of unknown provenance (an unknown model's output): a backward
+    proves that the root is tracked, so at least one of its *origins* — the
+    calls of unknown objects (`self.actor_critic.evaluate_actions(obs)`) it
+    is computed from — is (opaque data is taken for data). A value the root
+    is computed from is then walked too if it is computed from every one of
+    those origins (`value_loss` of `value_loss * c - entropy * c2`, both from
+    one model call), whatever its own inputs looked like. A root tracked by
+    construction proves nothing about its components. A tensor operation on
+    opaque data (`batch["w"].float()`) or a function called by the name it is
+    imported or defined under (`functions`: `selective_log_softmax(logits)`)
+    is not an origin. What went through `.item()`, `.detach()` ... is no
+    graph value at all, so never a component."""
+    start = root.node if isinstance(root, Carried) else root
+    if start.tracked is not Tracked.UNKNOWN or start is OPAQUE:
+        return set()
+    nodes: dict[int, AbstractNode] = {}
+    children: dict[int, list[int]] = {}
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        if id(node) in nodes:
+            continue
+        nodes[id(node)] = node
+        if len(nodes) > MAX_COMPONENT_SEARCH:
+            return set()
+        for parent in node.parents:
+            parent_node = parent.node if isinstance(parent, Carried) else parent
+            if parent_node is OPAQUE or parent_node.tracked is not Tracked.UNKNOWN:
+                continue
+            children.setdefault(id(parent_node), []).append(id(node))
+            stack.append(parent_node)
+    # One origin per unknown object called: `self.model(a)` and `self.model(b)` are one model.
+    origins: dict[object, list[int]] = {}
+    for key, node in nodes.items():
+        if _is_origin(node, functions):
+            callee = dotted_name(node.site.func) if type(node.site) is cst.Call else None
+            origins.setdefault(callee or key, []).append(key)
+    if not origins:
+        return set()
+    reached_by: dict[int, set[object]] = {}  # node id -> the origins it is computed from
+    for origin, starts in origins.items():
+        seen = set(starts)
+        work = list(starts)
+        while work:
+            key = work.pop()
+            reached_by.setdefault(key, set()).add(origin)
+            for child in children.get(key, ()):
+                if child not in seen:
+                    seen.add(child)
+                    work.append(child)
+    return {key for key, found in reached_by.items() if len(found) == len(origins) and not nodes[key].leaf}
+
+
+def _is_origin(node: AbstractNode, functions: frozenset[str]) -> bool:
+    """Is `node` where unknown provenance may enter the graph from something
+    that may own parameters — a call of an unknown object (a parameter, an
+    attribute), or the result of a function not looked into — rather than a
+    tensor operation on data (operators, indexing, `float()`, the op table's
+    functions) or a function named by its import or definition?"""
+    site = node.site
+    if type(site) is not cst.Call:
+        return node.leaf
+    func = site.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    head = (dotted_name(func) or "").partition(".")[0]
+    if head in functions:
+        return False
+    return ops.function_saves(name) is Saves.UNKNOWN and name not in torch_api.DATA_METHODS
