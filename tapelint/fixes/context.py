@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
 from tapelint.analysis.names import ModuleNames
 from tapelint.diagnostics import Range, split_lines
+
+if TYPE_CHECKING:
+    from tapelint.fixes.roles import Roles
 
 
 @dataclass(frozen=True)
@@ -34,3 +37,9 @@ class SourceContext:
     @cached_property
     def lines(self) -> tuple[str, ...]:
         return tuple(split_lines(self.module.code))
+
+    @cached_property
+    def roles(self) -> Roles:
+        from tapelint.fixes.roles import Roles  # roles reads the context: imported when first asked
+
+        return Roles(self)
