@@ -23,11 +23,7 @@ projects and the engine's realistic programs.
 from __future__ import annotations
 
 import ast
-import json
-import os
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import declared_runs
 from tapelint.diagnostics import FileResult, Role, Semantics
 from tapelint.document import lint_document
 from tapelint.fixes import apply_fixes
 from tapelint.settings import Settings
 
 RUNNER = Path(__file__).with_name("fix_torch_runner.py")
-TIMEOUT_S = 300
 ENGINE_TIMEOUT_S = 60
 
 
@@ -137,25 +133,7 @@ def _copy(target: Target, folder: Path) -> None:
 
 def run_under_torch(programs: Sequence[Path], work: Path, workers: int = 2) -> dict[str, dict[str, Any]]:
     """`fix_torch_runner.py` over the programs, in a few processes."""
-    names = [str(p) for p in programs]
-    workers = max(1, min(workers, len(names)))
-    procs = []
-    for i in range(workers):
-        out = work / f"torch_report{i}.json"
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        procs.append((subprocess.Popen([sys.executable, str(RUNNER), str(out), *names[i::workers]], env=env,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out))
-    merged: dict[str, dict[str, Any]] = {}
-    for proc, out in procs:
-        try:
-            _, err = proc.communicate(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise AssertionError(f"running the programs under PyTorch took more than {TIMEOUT_S} s") from None
-        assert proc.returncode == 0, f"fix runner crashed:\n{err}"
-        merged.update(json.loads(out.read_text(encoding="utf-8")))
-    return merged
+    return declared_runs.run_under_torch(programs, work, runner=RUNNER, workers=workers)
 
 
 def run_on_engine(runs: Sequence[tuple[Path, str]], workers: int = 2) -> dict[tuple[Path, str], Any]:

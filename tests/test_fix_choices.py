@@ -9,36 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety, Semantics
 from tapelint.document import lint_document
 from tapelint.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
-GAN = """\
-import torch
-import torch.nn as nn
-G = nn.Linear(2, 2)
-D = nn.Linear(2, 1)
-opt_g = torch.optim.SGD(G.parameters(), lr=0.1)
-opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
-bce = nn.BCEWithLogitsLoss()
-for step in range(3):
-    fake = G(torch.randn(4, 2))
-{first}
-{second}
-"""
-G_STEP = """\
-    opt_g.zero_grad()
-    g_loss = bce(D(fake), torch.ones(4, 1))
-    g_loss.backward()
-    opt_g.step()"""
-D_STEP = """\
-    opt_d.zero_grad()
-    d_loss = bce(D(fake), torch.zeros(4, 1)) + bce(D(torch.randn(4, 2)), torch.ones(4, 1))
-    d_loss.backward()
-    opt_d.step()"""
-
 
 def _diagnostics(source: str, semantics: str = "torch") -> tuple[Diagnostic, ...]:
     return lint_document(source, "t.py", Settings(semantics=Semantics(semantics), unsafe_fixes=True)).diagnostics
@@ -78,16 +54,6 @@ def test_gan_detach_has_no_edit_when_both_losses_train_the_generator():
     source = GAN.format(first=G_STEP, second=both)
     fix = _fix(source, "TL002", FixKind.DETACH)
     assert fix.safety is Safety.DISPLAY_ONLY and not fix.edits
-
-
-ONLY_PATH = """\
-import torch
-w = torch.tensor([1.0, 2.0], requires_grad=True)
-feats = w.exp()
-for step in range(3):
-    loss = (feats * 2).sum()
-    loss.backward()
-"""
 
 
 def test_no_detach_of_a_value_that_is_the_backward_only_way_to_a_parameter():

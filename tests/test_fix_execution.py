@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("numpy")
 
 import fix_harness  # noqa: E402
+from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH  # noqa: E402
 from fix_harness import Target, Variant  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,34 +80,7 @@ def test_every_fix_kind_is_verified():
 # Wrong fixes the harness must reject: the generator's loss detached (no
 # error, the generator's optimizer steps without gradients) and the only
 # path to the parameters detached (the backward then raises).
-GAN_G_FIRST = """\
-import torch
-import torch.nn as nn
-torch.manual_seed(0)
-G = nn.Linear(2, 2)
-D = nn.Linear(2, 1)
-opt_g = torch.optim.SGD(G.parameters(), lr=0.1)
-opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
-bce = nn.BCEWithLogitsLoss()
-for step in range(3):
-    fake = G(torch.randn(4, 2))
-    opt_g.zero_grad()
-    g_loss = bce(D(fake), torch.ones(4, 1))
-    g_loss.backward()
-    opt_g.step()
-    opt_d.zero_grad()
-    d_loss = bce(D(fake), torch.zeros(4, 1)) + bce(D(torch.randn(4, 2)), torch.ones(4, 1))
-    d_loss.backward()
-    opt_d.step()
-"""
-ONLY_PATH = """\
-import torch
-w = torch.tensor([1.0, 2.0], requires_grad=True)
-feats = w.exp()
-for step in range(3):
-    loss = (feats * 2).sum()
-    loss.backward()
-"""
+GAN_G_FIRST = GAN.format(first=G_STEP, second=D_STEP)
 WRONG = {
     "frozen_generator": (GAN_G_FIRST, "g_loss = bce(D(fake)", "g_loss = bce(D(fake.detach())", "TL002",
                          "now steps only parameters without gradients"),

@@ -35,6 +35,21 @@ class SourceContext:
         return ModuleNames(self.module)
 
     @cached_property
+    def assigned(self) -> dict[str, list[cst.BaseExpression]]:
+        """What each name (or `self.` attribute, by its last name) is assigned,
+        indexed once: fixes ask it per finding."""
+        index: dict[str, list[cst.BaseExpression]] = {}
+        for name, value in self.names.assignments:
+            index.setdefault(name, []).append(value)
+        return index
+
+    @cached_property
+    def tensor_names(self) -> dict[str, bool]:
+        """Memo of `values.tensor_valued` per name: a name assigned in every
+        block of a long file is judged once, not once per finding."""
+        return {}
+
+    @cached_property
     def lines(self) -> tuple[str, ...]:
         return tuple(split_lines(self.module.code))
 

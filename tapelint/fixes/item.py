@@ -166,7 +166,7 @@ def scalar_like(hazard: AccumulationHazard, ctx: SourceContext) -> bool:
     if "loss" in name.lower() or name in LOSS_FUNCTIONS:
         return True
     constructors = [
-        v for n, v in ctx.names.assignments if n == name and isinstance(v, cst.Call) and callee_name(v).endswith("Loss")
+        v for v in ctx.assigned.get(name, []) if isinstance(v, cst.Call) and callee_name(v).endswith("Loss")
     ]
     return bool(constructors) and not any(_keeps_elements(c) for c in constructors)
 

@@ -34,8 +34,12 @@ def tensor_valued(ctx: SourceContext, expr: cst.CSTNode) -> bool:
     if isinstance(expr, cst.Name):
         # What the name is bound to (by spelling, anywhere: a same-named
         # variable elsewhere can only make this stricter).
-        bound = [v for n, v in ctx.names.assignments if n == expr.value]
-        return bool(bound) and all(not isinstance(v, cst.Name) and tensor_valued(ctx, v) for v in bound)
+        known = ctx.tensor_names.get(expr.value)
+        if known is None:
+            bound = ctx.assigned.get(expr.value, [])
+            known = ctx.tensor_names[expr.value] = bool(bound) and all(
+                not isinstance(v, cst.Name) and tensor_valued(ctx, v) for v in bound)
+        return known
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
         return not isinstance(expr, cst.UnaryOperation) or not isinstance(expr.operator, cst.Not)
     if isinstance(expr, (cst.Subscript, cst.Attribute)):
@@ -60,7 +64,7 @@ def tensor_valued(ctx: SourceContext, expr: cst.CSTNode) -> bool:
 def _layer_call(ctx: SourceContext, name: str) -> bool:
     """A name (or `self.` attribute) bound only to `nn.Layer(...)` constructors
     of layers that return one tensor."""
-    constructors = [v for n, v in ctx.names.assignments if n == name]
+    constructors = ctx.assigned.get(name, [])
     if not constructors:
         return False
     for value in constructors:
