@@ -204,3 +204,29 @@ def test_messages_quote_the_expression_to_change_with_its_parentheses():
     assert [e.new_text for e in detach.edits] == ["(loss / n).detach()"]
     (plain,) = _diagnostics(source.replace("loss / n", "loss"))
     assert "`loss.item()`" in plain.message
+
+
+ALTERNATIVES = """\
+import sys
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+v = torch.tensor([3.0, 4.0], requires_grad=True)
+feats = w.exp()
+for step in range(3):
+    if len(sys.argv) > 5:
+        loss = (feats * 2).sum()
+    else:
+        loss = (feats * v).sum()
+    loss.backward()
+"""
+
+
+def test_no_detach_when_one_alternative_of_the_root_reaches_parameters_only_through_it():
+    fix = _fix(ALTERNATIVES, "TL001", FixKind.DETACH)
+    assert fix.safety is Safety.DISPLAY_ONLY and not fix.edits  # under the `if`, `loss` would have no graph
+
+
+def test_detach_when_every_alternative_of_the_root_reaches_another_parameter():
+    source = ALTERNATIVES.replace("(feats * 2)", "(feats * w)")
+    fix = _fix(source, "TL001", FixKind.DETACH)
+    assert [e.new_text for e in fix.edits] == ["w.exp().detach()"]

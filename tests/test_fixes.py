@@ -376,3 +376,13 @@ def test_fix_never_loses_a_file_with_a_syntax_error(tmp_path, capsys):
     out, _ = capsys.readouterr()
     assert "TL900" in out
     assert (target.read_bytes(), target.stat().st_mtime_ns) == before
+
+
+def test_fix_says_how_many_more_unsafe_fixes_would_fix(tmp_path, capsys):
+    target = _copy(tmp_path, "tl004_mul_const_twice.py")
+    source = target.read_text()
+    assert cli.main(["check", "--fix", "--no-color", str(target)]) == 1
+    out, _ = capsys.readouterr()
+    assert "Fixed 0 diagnostics (1 more with `--unsafe-fixes`)\n" in out
+    assert "[*] 0 fixable with `--fix` (1 more with `--unsafe-fixes`).\n" in out
+    assert target.read_text() == source

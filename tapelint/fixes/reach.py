@@ -64,16 +64,22 @@ def nodes_at(event: BackwardEvent, site: cst.CSTNode) -> Iterator[tuple[Abstract
 
 
 def reaches_leaf_without(event: BackwardEvent, site: cst.CSTNode) -> bool:
-    """Does the backward, not passing through nodes made at `site`, reach
-    a tracked leaf (a parameter, a `requires_grad=True` tensor)? False when
-    its graph was not remembered: then nothing is known, and no edit made."""
-    return any(n.leaf and n.tracked is Tracked.YES for n in _walk(event, lambda n: _made_at(n, site) is not None))
+    """Does every root of the backward (each alternative of a value bound
+    under `if`/`elif`, each loss of `autograd.backward([...])`), not passing
+    through nodes made at `site`, reach a tracked leaf (a parameter, a
+    `requires_grad=True` tensor)? False when its graph was not remembered:
+    then nothing is known, and no edit made."""
+    def blocked(node: AbstractNode) -> bool:
+        return _made_at(node, site) is not None
+
+    return bool(event.roots) and all(
+        any(n.leaf and n.tracked is Tracked.YES for n in _walk(event, blocked, (root,))) for root in event.roots)
 
 
-def _walk(event: BackwardEvent, blocked) -> Iterator[AbstractNode]:
+def _walk(event: BackwardEvent, blocked, roots: Optional[Iterable[GraphValue]] = None) -> Iterator[AbstractNode]:
     graph = _GRAPHS.get(event, {})
     seen: set[int] = set()
-    stack = [_node(r) for r in event.roots]
+    stack = [_node(r) for r in (event.roots if roots is None else roots)]
     while stack:
         node = stack.pop()
         if id(node) in seen or blocked(node) or id(node) not in graph:
