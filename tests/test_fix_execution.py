@@ -89,18 +89,31 @@ WRONG = {
 }
 
 
+@pytest.fixture(scope="module")
+def wrong_runs(tmp_path_factory) -> dict[str, tuple[Variant, dict, dict]]:
+    """Each case's variant with the torch reports of its original and of it
+    (all in one PyTorch process)."""
+    work = tmp_path_factory.mktemp("wrong_fixes")
+    cases = {}
+    for name, (source, old, new, code, _) in WRONG.items():
+        original = work / name / "original" / "prog.py"
+        original.parent.mkdir(parents=True)
+        original.write_text(source)
+        variant = Variant(Target(original, original.parent), source.replace(old, new, 1), code, 1, "detach",
+                          "unsafe", "", ["torch"], folder=work / name / "variant")
+        variant.folder.mkdir()
+        variant.program.write_text(variant.text)
+        cases[name] = (variant, original)
+    programs = [p for variant, original in cases.values() for p in (original, variant.program)]
+    reports = fix_harness.run_under_torch(programs, work, workers=1)
+    return {name: (v, reports[str(o)], reports[str(v.program)]) for name, (v, o) in cases.items()}
+
+
 @pytest.mark.parametrize("name", sorted(WRONG))
-def test_harness_tells_a_wrong_fix_from_a_right_one(name, tmp_path):
-    source, old, new, code, problem = WRONG[name]
-    original = tmp_path / "original" / "prog.py"
-    original.parent.mkdir()
-    original.write_text(source)
-    variant = Variant(Target(original, original.parent), source.replace(old, new, 1), code, 1, "detach", "unsafe",
-                      "", ["torch"], folder=tmp_path / "variant")
-    variant.folder.mkdir()
-    variant.program.write_text(variant.text)
-    reports = fix_harness.run_under_torch([original, variant.program], tmp_path, workers=1)
-    problems = fix_harness.torch_problems(variant, reports[str(original)], reports[str(variant.program)])
+def test_harness_tells_a_wrong_fix_from_a_right_one(name, wrong_runs):
+    problem = WRONG[name][4]
+    variant, original, fixed = wrong_runs[name]
+    problems = fix_harness.torch_problems(variant, original, fixed)
     if problem is None:
         assert problems == [] and fix_harness.lint_problems(variant) == []
     else:
