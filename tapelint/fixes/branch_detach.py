@@ -14,7 +14,7 @@ from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import backward_statement, builder, guarded, siblings
 from tapelint.fixes.reach import reaches_leaf_without
-from tapelint.fixes.roles import producer
+from tapelint.fixes.roles import loss_role, producer
 
 
 @guarded(None)
@@ -29,8 +29,8 @@ def detached_branch(hazard: SharedHazard, ctx: SourceContext) -> Optional[Backwa
     maker = producer(ctx, hazard.definition)
     if maker is None:
         return first
-    trains_first = ctx.roles.of(first.call).trains(maker)
-    trains_second = ctx.roles.of(second.call).trains(maker)
+    trains_first = loss_role(ctx, first.call).trains(maker)
+    trains_second = loss_role(ctx, second.call).trains(maker)
     if trains_first is False:
         return first
     if trains_second is False:

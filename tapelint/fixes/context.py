@@ -14,7 +14,7 @@ from tapelint.analysis.names import ModuleNames
 from tapelint.diagnostics import Range, split_lines
 
 if TYPE_CHECKING:
-    from tapelint.fixes.roles import Roles
+    from tapelint.fixes.roles import Optimizers
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,10 @@ class SourceContext:
         return tuple(split_lines(self.module.code))
 
     @cached_property
-    def roles(self) -> Roles:
-        from tapelint.fixes.roles import Roles  # roles reads the context: imported when first asked
+    def optimizers(self) -> Optimizers:
+        """Which modules each optimizer of the file steps (`fixes.roles`).
+        Plain data: nothing cached here may point back at the context (a
+        cycle would keep the syntax tree alive after its file is done)."""
+        from tapelint.fixes.roles import Optimizers  # roles reads the context: imported when first asked
 
-        return Roles(self)
+        return Optimizers.of(self)

@@ -8,7 +8,6 @@ learns: no error, a dead model)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Optional
 
 import libcst as cst
@@ -26,7 +25,7 @@ class Optimizers:
     modules: dict[str, frozenset[str]]
 
     @staticmethod
-    def of(module: cst.Module, ctx: SourceContext) -> Optimizers:
+    def of(ctx: SourceContext) -> Optimizers:
         found: dict[str, frozenset[str]] = {}
         for node in ctx.names.parents:
             if type(node) is cst.Assign and len(node.targets) == 1 and isinstance(node.value, cst.Call):
@@ -75,21 +74,12 @@ class LossRole:
         return None if self.updates is None else module in self.updates
 
 
-class Roles:
-    """The roles of a module's losses, computed once per file."""
-
-    def __init__(self, ctx: SourceContext) -> None:
-        self.ctx = ctx
-
-    @cached_property
-    def optimizers(self) -> Optimizers:
-        return Optimizers.of(self.ctx.module, self.ctx)
-
-    def of(self, backward: cst.Call) -> LossRole:
-        optimizer = stepped_after(self.ctx, backward)
-        if optimizer is None or optimizer not in self.optimizers.modules:
-            return LossRole(None)
-        return LossRole(self.optimizers.modules[optimizer])
+def loss_role(ctx: SourceContext, backward: cst.Call) -> LossRole:
+    """What the loss of this backward updates (the optimizers of the module
+    are read once per file: `SourceContext.optimizers`)."""
+    optimizer = stepped_after(ctx, backward)
+    modules = ctx.optimizers.modules
+    return LossRole(modules[optimizer] if optimizer is not None and optimizer in modules else None)
 
 
 def producer(ctx: SourceContext, definition: cst.CSTNode) -> Optional[str]:
