@@ -35,7 +35,6 @@ import warnings
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
-
 from torch_fixture_runner import INPLACE, PER_FIXTURE_TIMEOUT, SECOND_BACKWARD, _fixture_line, _from_its_folder
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH
+
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety, Semantics
 from tapelint.document import lint_document
 from tapelint.settings import Settings

@@ -14,8 +14,8 @@ pytest.importorskip("torch")
 pytest.importorskip("numpy")
 
 import fix_harness  # noqa: E402
-from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH  # noqa: E402
 from fix_harness import Target, Variant  # noqa: E402
+from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -39,6 +39,7 @@ from tapelint.writing import FixError, _encoding, _read, _write
 # Passes of fix-and-relint; each pass applies every non-overlapping fix, so
 # more than a few means fixes that undo each other.
 MAX_PASSES = 10
+NOTHING_HIDDEN = Fixable(0, 0)  # no diagnostic left that only `--unsafe-fixes` would fix
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ def fix_files(
     return tuple(results_out), FixRun(tuple(done), tuple(errors))
 
 
-def write_diff(run: FixRun, out: TextIO, err: TextIO, hidden: Fixable = Fixable(0, 0)) -> None:
+def write_diff(run: FixRun, out: TextIO, err: TextIO, hidden: Fixable = NOTHING_HIDDEN) -> None:
     """`--diff`: every change as a unified diff on `out`, a count on `err`
     (and how many more `--unsafe-fixes` would change: `hidden`)."""
     for fixed in run.changed:
@@ -235,7 +236,7 @@ def write_diff(run: FixRun, out: TextIO, err: TextIO, hidden: Fixable = Fixable(
     err.write(f"Would fix {_plural(run.fixed_count)}{hidden.more_with_unsafe()}\n")
 
 
-def summary(run: FixRun, hidden: Fixable = Fixable(0, 0)) -> str:
+def summary(run: FixRun, hidden: Fixable = NOTHING_HIDDEN) -> str:
     return f"Fixed {_plural(run.fixed_count)}{hidden.more_with_unsafe()}"
 
 

@@ -16,8 +16,10 @@ from tapelint.fixes.edits import backward_statement, builder, guarded, siblings
 from tapelint.fixes.reach import reaches_leaf_without
 from tapelint.fixes.roles import loss_role, producer
 
+_NO_BRANCH: Optional[BackwardEvent] = None
 
-@guarded(None)
+
+@guarded(_NO_BRANCH)
 def detached_branch(hazard: SharedHazard, ctx: SourceContext) -> Optional[BackwardEvent]:
     """The backward whose loss gets the detach. With `fake = G(z)`: the loss
     after whose backward an optimizer not over `G` steps (the

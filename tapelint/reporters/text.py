@@ -10,8 +10,9 @@ and rustc.
        = help (unsafe fix): detach `base` where it is created (it then gets no gradient)
 
 A finding that `--fix` can fix is marked `[*]` after its code, and a line
-before the summary counts them (ruff's "N fixable with `--fix`"). Columns are 1-based here, as in every editor and in ruff/flake8 (JSON keeps
-the 0-based columns of `docs/output.md`). A file that could not be checked is one
+before the summary counts them (ruff's "N fixable with `--fix`"). Columns
+are 1-based here, as in every editor and in ruff/flake8 (JSON keeps the
+0-based columns of `docs/output.md`). A file that could not be checked is one
 line, `path: error: message`. The run ends with a one-line summary.
 """
 
