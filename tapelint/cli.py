@@ -56,6 +56,7 @@ from tapelint.options import (
 from tapelint.reporters import FORMATS, REPORTERS, Report, ReportOptions
 from tapelint.rules import ALL_RULES, resolve
 from tapelint.rules.base import Rule
+from tapelint.settings import Settings
 from tapelint.stdin import StdinRun, is_stdin
 
 EXIT_CLEAN = 0
@@ -243,13 +244,17 @@ def _check(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         print(f"tapelint: recorded {count} finding(s) in {args.write_baseline}", file=sys.stderr)
         return _exit_code(args, found=unreadable, crashed=run.crashed)
+    if stdin_run is not None and stdin_run.source is not None and (args.fix or args.diff):
+        return _fix_stdin(args, stdin_run, per_file[0], chosen_format)
     fixed = None
+    hidden = None
     if args.fix or args.diff:
-        from tapelint.fixes import fix_files, write_diff
+        from tapelint.fixes import fix_files, hidden_fixes, write_diff
 
         results, fixed = fix_files(results, per_file, write=not args.diff)
+        hidden = hidden_fixes(results, per_file)
         if args.diff:
-            write_diff(fixed, sys.stdout, sys.stderr)
+            write_diff(fixed, sys.stdout, sys.stderr, hidden)
             return _exit_code(args, found=unreadable or bool(fixed.changed or fixed.errors), crashed=run.crashed)
     if baseline is not None:
         results, stale = baseline.filter(results, source_of)
@@ -279,7 +284,7 @@ def _check(args: argparse.Namespace) -> int:
         if fixed is not None and not args.quiet:
             from tapelint.fixes import summary as fix_summary
 
-            print(fix_summary(fixed), file=out if chosen_format == "text" else sys.stderr)
+            print(fix_summary(fixed, hidden), file=out if chosen_format == "text" else sys.stderr)
         out.flush()
     if args.graph:
         _draw_static(results, args.graph, source_of, resolver)
@@ -336,14 +341,40 @@ def _warn_directives(results: Sequence[Any]) -> None:
             print(f"tapelint: warning: {location(warning.path, warning.position)}: {warning.message}", file=sys.stderr)
 
 
+def _fix_stdin(args: argparse.Namespace, stdin_run: StdinRun, settings: Settings, chosen_format: str) -> int:
+    """`--fix -` prints the fixed source on stdout (what remains is reported
+    on stderr); `--diff -` prints the diff: ruff's behaviour, for editors and
+    formatter pipelines."""
+    from tapelint.fixes import fix_source, hidden_fixes, unified_diff
+
+    source = stdin_run.source or ""
+    fixed, count, result = fix_source(source, stdin_run.name, settings)
+    hidden = hidden_fixes((result,), (settings,))
+    plural = f"{count} diagnostic{'' if count == 1 else 's'}{hidden.more_with_unsafe()}"
+    if args.diff:
+        sys.stdout.write(unified_diff(stdin_run.name, source, fixed))
+        print(f"Would fix {plural}", file=sys.stderr)
+        return _exit_code(args, found=fixed != source, crashed=False)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(fixed.encode(stdin_run.encoding))
+    sys.stdout.buffer.flush()
+    semantics = settings.semantics
+    report = Report(__version__, semantics, (result,), ())
+    if result.diagnostics or result.errors:
+        options = ReportOptions(color=False, quiet=True, read_source=lambda path: fixed if path == stdin_run.name
+                                else None)
+        REPORTERS[chosen_format](report, sys.stderr, options)
+    if not args.quiet:
+        print(f"Fixed {plural}", file=sys.stderr)
+    return _exit_code(args, found=bool(result.diagnostics or result.errors), crashed=False)
+
+
 def _stdin_name(args: argparse.Namespace) -> str | None:
     """The name standard input is reported under, when `-` is the path."""
     if not is_stdin(args.paths):
         if args.stdin_filename is not None or "-" in args.paths:
             raise UsageError("standard input is read with `-` as the only path (with --stdin-filename NAME)")
         return None
-    if args.fix or args.diff:
-        raise UsageError("--fix and --diff do not read standard input; name the files")
     return args.stdin_filename or "-"
 
 

@@ -18,6 +18,7 @@ from tapelint.diagnostics import FileError, FileResult
 from tapelint.files import SourceError, decode_source
 from tapelint.runner import Outcome, RunResult, lint_text_contained
 from tapelint.settings import Settings
+from tapelint.writing import _encoding
 
 STDIN_PATH = "-"
 
@@ -29,6 +30,7 @@ class StdinRun:
     name: str
     source: str | None  # None when the bytes could not be decoded
     run: RunResult
+    encoding: str = "utf-8"  # what the bytes were in: `--fix -` writes the fixed text back in it
 
     def read_source(self, path: str) -> str | None:
         return self.source if path == self.name else None
@@ -51,4 +53,4 @@ def lint_stdin(stream: BinaryIO, name: str | None, settings: Settings) -> StdinR
 
     # In a process of its own, under the per-file budget: one pathological
     # buffer is one line of error, never the end of the editor's linter.
-    return StdinRun(label, source, RunResult((lint_text_contained(source, label, settings),)))
+    return StdinRun(label, source, RunResult((lint_text_contained(source, label, settings),)), _encoding(data))

@@ -20,15 +20,17 @@ RUNNER = Path(__file__).with_name("torch_fixture_runner.py")
 TORCH_TIMEOUT_S = 300
 
 
-def run_under_torch(paths: Sequence[Path], work: Path) -> dict[str, dict[str, Any]]:
-    """What each program did under real PyTorch (`torch_fixture_runner.py`),
-    by resolved path, run in a few worker processes that import torch once."""
+def run_under_torch(paths: Sequence[Path], work: Path, runner: Path = RUNNER,
+                    workers: int = 4) -> dict[str, dict[str, Any]]:
+    """What each program did under real PyTorch (`runner`, by default
+    `torch_fixture_runner.py`), by resolved path, run in a few worker
+    processes that import torch once."""
     names = [str(p) for p in paths]
-    n_workers = max(1, min(4, os.cpu_count() or 1, len(names)))
+    n_workers = max(1, min(workers, os.cpu_count() or 1, len(names)))
     procs = []
     for i in range(n_workers):
-        out = work / f"report{i}.json"
-        proc = subprocess.Popen([sys.executable, str(RUNNER), str(out), *names[i::n_workers]],
+        out = work / f"{runner.stem}_report{i}.json"
+        proc = subprocess.Popen([sys.executable, str(runner), str(out), *names[i::n_workers]],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append((proc, out))
     merged: dict[str, dict[str, Any]] = {}

@@ -35,6 +35,10 @@ NO_EDIT = {
         "neither combining nor detaching is local", {"combine", "detach"}),
     "tl004_autograd_grad_twice.py": (
         "the repeated call is `torch.autograd.grad`, whose result is assigned", {"remove", "retain_graph"}),
+    "tl001_closure_cached_weights.py": (
+        "the value is created inside `make_objective`, a function the module calls: an edit there is not in "
+        "the statement the user reads (and would change every caller); recomputing needs the loop to call it",
+        {"recompute", "detach"}),
     "tl002_strict_needed_retain_per_task_gradients.py": (
         "the first walk retains on purpose (each task's gradient is read in between): only a rewrite ports it",
         {"combine", "detach"}),
@@ -169,8 +173,9 @@ def test_item_is_unsafe_when_the_total_is_used_otherwise():
         "    loss.backward()\n    total += loss\nsave(total)\n"
     )
     (diagnostic,) = lint_document(source, "t.py", _settings("torch")).diagnostics
-    assert [(f.kind, f.safety) for f in diagnostic.fixes] == [(FixKind.DETACH, Safety.UNSAFE),
-                                                              (FixKind.ITEM, Safety.UNSAFE)]
+    # `.item()` would break `save(total)` if it reads a tensor: a suggestion only, never an edit.
+    assert [(f.kind, f.safety, bool(f.edits)) for f in diagnostic.fixes] == [
+        (FixKind.DETACH, Safety.UNSAFE, True), (FixKind.ITEM, Safety.DISPLAY_ONLY, False)]
     assert fix_source(source, "t.py", _settings("torch", unsafe=False))[0] == source
 
 
@@ -181,8 +186,9 @@ def test_item_is_unsafe_for_a_value_not_known_to_be_scalar():
         "print(total)\n"
     )
     (diagnostic,) = lint_document(source, "t.py", _settings("torch")).diagnostics
-    assert [(f.kind, f.safety) for f in diagnostic.fixes] == [(FixKind.DETACH, Safety.SAFE),
-                                                              (FixKind.ITEM, Safety.UNSAFE)]
+    # `out` has many elements: `.item()` would raise, so it is a suggestion without an edit.
+    assert [(f.kind, f.safety, bool(f.edits)) for f in diagnostic.fixes] == [
+        (FixKind.DETACH, Safety.SAFE, True), (FixKind.ITEM, Safety.DISPLAY_ONLY, False)]
 
 
 FORMATTED = (
@@ -344,9 +350,11 @@ def test_diff_without_changes_exits_0(tmp_path, capsys):
 def test_diff_shows_unsafe_fixes_only_when_asked(tmp_path, capsys):
     target = _copy(tmp_path, "tl004_mul_const_twice.py")
     assert cli.main(["check", "--diff", str(target)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "Would fix 0 diagnostics (1 more with `--unsafe-fixes`)\n" in err
     assert cli.main(["check", "--diff", "--unsafe-fixes", str(target)]) == 1
-    out, _ = capsys.readouterr()
-    assert "-loss.backward()\n" in out
+    out, err = capsys.readouterr()
+    assert "-loss.backward()\n" in out and "Would fix 1 diagnostic\n" in err
 
 
 def test_fix_reports_what_remains_and_a_summary(tmp_path, capsys):
@@ -379,3 +387,13 @@ def test_fix_never_loses_a_file_with_a_syntax_error(tmp_path, capsys):
     out, _ = capsys.readouterr()
     assert "TL900" in out
     assert (target.read_bytes(), target.stat().st_mtime_ns) == before
+
+
+def test_fix_says_how_many_more_unsafe_fixes_would_fix(tmp_path, capsys):
+    target = _copy(tmp_path, "tl004_mul_const_twice.py")
+    source = target.read_text()
+    assert cli.main(["check", "--fix", "--no-color", str(target)]) == 1
+    out, _ = capsys.readouterr()
+    assert "Fixed 0 diagnostics (1 more with `--unsafe-fixes`)\n" in out
+    assert "[*] 0 fixable with `--fix` (1 more with `--unsafe-fixes`).\n" in out
+    assert target.read_text() == source

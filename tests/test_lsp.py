@@ -286,3 +286,16 @@ def test_without_pygls_the_command_says_what_to_install(
     monkeypatch.delitem(sys.modules, "tapelint.lsp.server", raising=False)
     assert main(["lsp"]) == 2
     assert "pip install -e '.[lsp]'" in capsys.readouterr().err
+
+
+def test_exactly_one_quick_fix_is_preferred_the_one_fix_applies() -> None:
+    """TL003 may have two safe fixes (`.item()` and `.detach()`): only the
+    first, the one `--fix` applies, is preferred; an unsafe one never is."""
+    edit = (Edit(Range.of(1, 0, 1, 5), "total"),)
+    text = DocumentText("file:///w/a.py", "/w/a.py", 7, ("total += loss\n",), PositionCodec())
+    two_safe = _diagnostic(Fix(FixKind.ITEM, Safety.SAFE, "item", edit), Fix(FixKind.DETACH, Safety.SAFE, "detach", edit))
+    actions = quick_fixes(two_safe, to_lsp_diagnostic(two_safe, text), text, versioned=False)
+    assert [a.is_preferred for a in actions] == [True, False]
+    unsafe = _diagnostic(Fix(FixKind.DETACH, Safety.UNSAFE, "detach", edit), Fix(FixKind.ITEM, Safety.UNSAFE, "i", edit))
+    actions = quick_fixes(unsafe, to_lsp_diagnostic(unsafe, text), text, versioned=False)
+    assert [a.is_preferred for a in actions] == [False, False]

@@ -65,7 +65,7 @@ def test_text_related_and_fixes_are_indented_notes() -> None:
     assert lines[4:7] == [
         "  |",
         "  = fails-at train.py:5:2: fails on the second iteration",
-        "  = help: detach `feats` where it is created",
+        "  = help (unsafe fix): detach `feats` where it is created",
     ]
     assert not any("created here" in line for line in lines)
 
@@ -133,3 +133,23 @@ def test_json_matches_the_contract() -> None:
     assert entry["range"] == {"start": {"line": 2, "column": 8}, "end": {"line": 2, "column": 18}}  # 0-based columns
     assert entry["related"][0]["role"] == "fails-at"
     assert entry["fixes"][0]["edits"][0]["new_text"] == "encoder(x).detach()"
+
+
+def test_text_marks_what_fix_would_fix_and_labels_every_fix() -> None:
+    edit = (Edit(Range.of(2, 8, 2, 18), "x"),)
+    safe = diagnostic(fixes=(Fix(FixKind.ITEM, Safety.SAFE, "accumulate `loss.item()`", edit),))
+    unsafe = diagnostic(rng=Range.of(3, 0, 3, 3), fixes=(
+        Fix(FixKind.DETACH, Safety.UNSAFE, "detach `feats`", edit),
+        Fix(FixKind.RETAIN_GRAPH, Safety.DISPLAY_ONLY, "pass retain_graph=True"),
+    ))
+    none = diagnostic(rng=Range.of(4, 0, 4, 3))
+    lines = render((FileResult("train.py", diagnostics=(safe, unsafe, none)),)).splitlines()
+    headers = [line for line in lines if line.startswith("train.py:")]
+    assert [h.split(" `")[0] for h in headers] == ["train.py:2:9: TL001 [*]", "train.py:3:1: TL001", "train.py:4:1: TL001"]
+    assert "  = help: accumulate `loss.item()`" in lines
+    assert "  = help (unsafe fix): detach `feats`" in lines
+    assert "  = help (suggestion only, no edit): pass retain_graph=True" in lines
+    assert lines[-2:] == ["[*] 1 fixable with `--fix` (1 more with `--unsafe-fixes`).",
+                          "Found 3 diagnostics in 1 file (1 file checked)."]
+    assert "fixable" not in render((FileResult("train.py", diagnostics=(none,)),))
+    assert "fixable" not in render((FileResult("train.py", diagnostics=(safe,)),), quiet=True)

@@ -92,9 +92,34 @@ def test_stdin_usage_errors(tmp_path):
     for args in (
         ["check", "a.py", "--stdin-filename", "t.py"],  # a name, but no `-`
         ["check", "-", "a.py"],  # `-` among other paths
-        ["check", "-", "--stdin-filename", "t.py", "--fix"],  # would write t.py on disk
     ):
         completed = _tapelint(args, TWICE, tmp_path)
         assert completed.returncode == 2, args
         assert completed.stderr.startswith("tapelint: error: "), completed.stderr
     assert (tmp_path / "a.py").read_text() == "x = 1\n" and not (tmp_path / "t.py").exists()
+
+
+def test_fix_on_stdin_prints_the_fixed_source_and_never_writes_the_named_file(tmp_path):
+    completed = _tapelint(["check", "-", "--stdin-filename", "t.py", "--fix", "--unsafe-fixes"], TWICE, tmp_path)
+    assert completed.stdout == TWICE.decode().replace("loss.backward()\nloss.backward()\n", "loss.backward()\n")
+    assert "Fixed 1 diagnostic" in completed.stderr and completed.returncode == 0
+    assert not (tmp_path / "t.py").exists()
+
+
+def test_fix_on_stdin_reports_what_remains_on_stderr_and_keeps_the_encoding(tmp_path):
+    source = "# -*- coding: latin-1 -*-\n# caf\xe9\n".encode("latin-1") + TWICE
+    completed = subprocess.run([sys.executable, "-m", "tapelint", "check", "-", "--fix"], input=source, cwd=tmp_path,
+                               env={**os.environ, "NO_COLOR": "1"}, capture_output=True, timeout=120)
+    assert completed.stdout == source  # the fix is unsafe: without --unsafe-fixes nothing changes, byte for byte
+    assert completed.returncode == 1
+    stderr = completed.stderr.decode()
+    assert "-:7:1: TL004" in stderr and "Fixed 0 diagnostics (1 more with `--unsafe-fixes`)" in stderr
+
+
+def test_diff_on_stdin_prints_a_diff_under_the_stdin_filename(tmp_path):
+    completed = _tapelint(["check", "-", "--stdin-filename", "t.py", "--diff", "--unsafe-fixes"], TWICE, tmp_path)
+    assert completed.stdout.startswith("--- t.py\n+++ t.py\n") and "-loss.backward()\n" in completed.stdout
+    assert completed.returncode == 1 and "Would fix 1 diagnostic" in completed.stderr
+    unchanged = _tapelint(["check", "-", "--diff"], TWICE, tmp_path)
+    assert unchanged.stdout == "" and unchanged.returncode == 0
+    assert "Would fix 0 diagnostics (1 more with `--unsafe-fixes`)" in unchanged.stderr

@@ -29,6 +29,7 @@ from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
+from tapelint.fixes.reach import remember
 from tapelint.settings import Settings
 
 # Statements interpreted per line of the module (loops and inlining
@@ -46,6 +47,7 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     analysis = ModuleAnalysis(module, settings, lines, path)
     analysis.run()
     found = relocate(analysis.results(), analysis.program, analysis.contexts())
+    remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
     analysis.store.release()
     analysis.program.release()
     return found

@@ -14,7 +14,7 @@ from typing import Any
 
 _APPLY = frozenset(
     ("FixedFile", "FixError", "FixRun", "applicable_fix", "apply_fixes", "fix_file", "fix_files", "fix_source",
-     "has_applicable_fix", "summary", "unified_diff", "write_diff")
+     "has_applicable_fix", "hidden_fixes", "summary", "unified_diff", "write_diff")
 )
 
 

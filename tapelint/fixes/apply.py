@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import Optional, TextIO
 
 from tapelint import notebooks
-from tapelint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Position, Safety
+from tapelint.diagnostics import Edit, FileError, FileResult, Fix, Position
 from tapelint.document import lint_document
 from tapelint.files import SourceError, decode_source
+from tapelint.fixes.safety import Fixable, applicable_fix
 from tapelint.notebooks import is_notebook
 from tapelint.rules.tl900_parse_error import ParseError
 from tapelint.settings import Settings
@@ -38,6 +39,7 @@ from tapelint.writing import FixError, _encoding, _read, _write
 # Passes of fix-and-relint; each pass applies every non-overlapping fix, so
 # more than a few means fixes that undo each other.
 MAX_PASSES = 10
+NOTHING_HIDDEN = Fixable(0, 0)  # no diagnostic left that only `--unsafe-fixes` would fix
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,6 @@ class FixedFile:
     def diff(self) -> str:
         """A unified diff of the change (empty when nothing changed)."""
         return unified_diff(self.path, self.original, self.fixed)
-
-
-def applicable_fix(diagnostic: Diagnostic, unsafe: bool) -> Optional[Fix]:
-    """The fix `--fix` would apply to this diagnostic, if any."""
-    allowed = (Safety.SAFE, Safety.UNSAFE) if unsafe else (Safety.SAFE,)
-    return next((f for f in diagnostic.fixes if f.edits and f.safety in allowed), None)
 
 
 def has_applicable_fix(result: FileResult, unsafe: bool) -> bool:
@@ -230,17 +226,25 @@ def fix_files(
     return tuple(results_out), FixRun(tuple(done), tuple(errors))
 
 
-def write_diff(run: FixRun, out: TextIO, err: TextIO) -> None:
-    """`--diff`: every change as a unified diff on `out`, a count on `err`."""
+def write_diff(run: FixRun, out: TextIO, err: TextIO, hidden: Fixable = NOTHING_HIDDEN) -> None:
+    """`--diff`: every change as a unified diff on `out`, a count on `err`
+    (and how many more `--unsafe-fixes` would change: `hidden`)."""
     for fixed in run.changed:
         out.write(fixed.diff())
     for error in run.errors:
         err.write(f"tapelint: error: {error.path}: {error.message}\n")
-    err.write(f"Would fix {_plural(run.fixed_count)}\n")
+    err.write(f"Would fix {_plural(run.fixed_count)}{hidden.more_with_unsafe()}\n")
 
 
-def summary(run: FixRun) -> str:
-    return f"Fixed {_plural(run.fixed_count)}"
+def summary(run: FixRun, hidden: Fixable = NOTHING_HIDDEN) -> str:
+    return f"Fixed {_plural(run.fixed_count)}{hidden.more_with_unsafe()}"
+
+
+def hidden_fixes(results: Iterable[FileResult], settings: Sequence[Settings]) -> Fixable:
+    """The diagnostics left that only `--unsafe-fixes` would fix, in files
+    whose settings do not allow unsafe fixes."""
+    return Fixable.count(d for result, file_settings in zip(results, settings) if not file_settings.unsafe_fixes
+                         for d in result.diagnostics)
 
 
 def _plural(count: int) -> str:

@@ -1,4 +1,5 @@
-"""Detach the shared value on the first loss's branch (TL002, the GAN fix)."""
+"""Detach the shared value on the branch of the loss that must not train
+its producer (TL002, the GAN fix), chosen by role (`fixes.roles`)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,64 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis.findings import SharedHazard
+from tapelint.analysis.model import BackwardEvent
 from tapelint.analysis.names import calls_in
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import backward_statement, builder, siblings
+from tapelint.fixes.edits import backward_statement, builder, guarded, siblings
+from tapelint.fixes.reach import reaches_leaf_without
+from tapelint.fixes.roles import loss_role, producer
+
+_NO_BRANCH: Optional[BackwardEvent] = None
+
+
+@guarded(_NO_BRANCH)
+def detached_branch(hazard: SharedHazard, ctx: SourceContext) -> Optional[BackwardEvent]:
+    """The backward whose loss gets the detach. With `fake = G(z)`: the loss
+    after whose backward an optimizer not over `G` steps (the
+    discriminator's), whichever of the two runs first; never a loss whose
+    optimizer steps `G`. When neither backward is followed by a known
+    optimizer's step (one optimizer over everything, or none), the first
+    loss, as before: then the fix only says which loss stops reaching it."""
+    first, second = hazard.first_backward, hazard.fails_at
+    maker = producer(ctx, hazard.definition)
+    if maker is None:
+        return first
+    trains_first = loss_role(ctx, first.call).trains(maker)
+    trains_second = loss_role(ctx, second.call).trains(maker)
+    if trains_first is False:
+        return first
+    if trains_second is False:
+        return second
+    if trains_first is None and trains_second in (None, True):
+        return first
+    return None  # both train the producer: detaching either stops one of its losses
+
+
+def loss_name(event: BackwardEvent) -> Optional[str]:
+    """`d_loss` of `d_loss.backward()`."""
+    root = event.call.func.value if isinstance(event.call.func, cst.Attribute) else None
+    return root.value if isinstance(root, cst.Name) else None
 
 
 @builder
 def branch_detach_edits(hazard: SharedHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """`d_loss = bce(D(fake), zeros)` -> `bce(D(fake.detach()), zeros)`: the
-    shared name, where the first backward's loss is assigned (the nearest
+    shared name, where the chosen backward's loss is assigned (the nearest
     assignment before that backward, in its block), passed to a call of a
-    name or `self.` attribute. Such a call is taken to be a module with its
-    own parameters, so the first loss still reaches parameters after the
-    detach (a bare `h.sum()` would not: no edit there)."""
-    first = hazard.first_backward
-    if not hazard.value.isidentifier():
+    name or `self.` attribute. Only when that loss still reaches a trainable
+    leaf without the shared value (a bare `h.sum()` would not: no edit)."""
+    event = detached_branch(hazard, ctx)
+    if event is None or not hazard.value.isidentifier():
         return ()
-    statement = backward_statement(ctx, first.call)
-    if statement is None:
+    statement = backward_statement(ctx, event.call)
+    name = loss_name(event)
+    if statement is None or name is None:
         return ()
-    root = first.call.func.value if isinstance(first.call.func, cst.Attribute) else None
-    if not isinstance(root, cst.Name):
+    if not reaches_leaf_without(event, hazard.definition):
         return ()
     body, index = siblings(ctx, statement)
-    assign = next((a for a in map(_single_assign, reversed(body[:index])) if a is not None and a[0] == root.value), None)
+    assign = next((a for a in map(_single_assign, reversed(body[:index])) if a is not None and a[0] == name), None)
     if assign is None:
         return ()
     edits = []

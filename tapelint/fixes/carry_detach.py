@@ -111,6 +111,6 @@ def _module_class(ctx: SourceContext, call: cst.BaseExpression) -> Optional[str]
     if not isinstance(call, cst.Call):
         return None
     name = callee_name(call)
-    classes = {callee_name(v) for n, v in ctx.names.assignments if n == name and isinstance(v, cst.Call)}
+    classes = {callee_name(v) for v in ctx.assigned.get(name, []) if isinstance(v, cst.Call)}
     known = classes & (TENSOR_STATE_MODULES | TUPLE_STATE_MODULES)
     return known.pop() if len(classes) == 1 and known else None

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
 from tapelint.analysis.names import ModuleNames
 from tapelint.diagnostics import Range, split_lines
+
+if TYPE_CHECKING:
+    from tapelint.fixes.roles import Optimizers
 
 
 @dataclass(frozen=True)
@@ -32,5 +35,29 @@ class SourceContext:
         return ModuleNames(self.module)
 
     @cached_property
+    def assigned(self) -> dict[str, list[cst.BaseExpression]]:
+        """What each name (or `self.` attribute, by its last name) is assigned,
+        indexed once: fixes ask it per finding."""
+        index: dict[str, list[cst.BaseExpression]] = {}
+        for name, value in self.names.assignments:
+            index.setdefault(name, []).append(value)
+        return index
+
+    @cached_property
+    def tensor_names(self) -> dict[str, bool]:
+        """Memo of `values.tensor_valued` per name: a name assigned in every
+        block of a long file is judged once, not once per finding."""
+        return {}
+
+    @cached_property
     def lines(self) -> tuple[str, ...]:
         return tuple(split_lines(self.module.code))
+
+    @cached_property
+    def optimizers(self) -> Optimizers:
+        """Which modules each optimizer of the file steps (`fixes.roles`).
+        Plain data: nothing cached here may point back at the context (a
+        cycle would keep the syntax tree alive after its file is done)."""
+        from tapelint.fixes.roles import Optimizers  # roles reads the context: imported when first asked
+
+        return Optimizers.of(self)

@@ -93,6 +93,16 @@ def is_atom(node: cst.CSTNode) -> bool:
     return isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(getattr(node, "lpar", ()))
 
 
+def quoted_method_call(text: str, method: str) -> str:
+    """`text.method()` for a message, parenthesised as Python needs:
+    `(total / n).item()`, never `total / n.item()`."""
+    try:
+        expr = cst.parse_expression(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return f"({text}).{method}()"
+    return f"{text}.{method}()" if is_atom(expr) else f"({text}).{method}()"
+
+
 def method_call_text(ctx: SourceContext, node: cst.CSTNode, method: str) -> str:
     """`node.method()`, parenthesised when needed."""
     code = ctx.code_of(node)

@@ -21,6 +21,7 @@ from tapelint.analysis.torch_api import (
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text
+from tapelint.fixes.values import tensor_valued
 
 
 class TotalUse(str, Enum):
@@ -35,8 +36,10 @@ def accumulation_fixes(hazard: AccumulationHazard, ctx: SourceContext, item: str
     """`.item()` and `.detach()` on the accumulated value, the safe one first
     (see TL003's "Fix safety"); `item` and `detach` describe them."""
     item_safe, detach_safe = _verdict(hazard, ctx)
+    # An unsafe `.item()` would break the program, not just change it: a float
+    # has no `.item()` (a total read as a tensor), a tensor of many elements has none.
     fixes = (
-        fix_of(FixKind.ITEM, Safety.SAFE if item_safe else Safety.UNSAFE, item, _value_edits(hazard, ctx, "item")),
+        fix_of(FixKind.ITEM, Safety.SAFE, item, _value_edits(hazard, ctx, "item") if item_safe else NO_EDITS),
         fix_of(FixKind.DETACH, Safety.SAFE if detach_safe else Safety.UNSAFE, detach,
                _value_edits(hazard, ctx, "detach")),
     )
@@ -53,7 +56,9 @@ def _verdict(hazard: AccumulationHazard, ctx: SourceContext) -> tuple[bool, bool
 @guarded(NO_EDITS)
 def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) -> tuple[Edit, ...]:
     value = accumulated_value(hazard)
-    return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),) if value is not None else ()
+    if value is None or not tensor_valued(ctx, value):
+        return ()  # possibly a number, a dict, a list: neither method exists there
+    return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),)
 
 
 def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:
@@ -161,7 +166,7 @@ def scalar_like(hazard: AccumulationHazard, ctx: SourceContext) -> bool:
     if "loss" in name.lower() or name in LOSS_FUNCTIONS:
         return True
     constructors = [
-        v for n, v in ctx.names.assignments if n == name and isinstance(v, cst.Call) and callee_name(v).endswith("Loss")
+        v for v in ctx.assigned.get(name, []) if isinstance(v, cst.Call) and callee_name(v).endswith("Loss")
     ]
     return bool(constructors) and not any(_keeps_elements(c) for c in constructors)
 

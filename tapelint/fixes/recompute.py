@@ -11,6 +11,7 @@ from tapelint.analysis.names import bound_in, names_in
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import builder, delete_statement, insert_before, siblings, sole_statement
+from tapelint.fixes.reach import built_within
 
 
 @builder
@@ -21,7 +22,9 @@ def recompute_edits(hazard: Union[HoistedHazard, RepeatedHazard], ctx: SourceCon
     Only when that is the same computation: one plain assignment to names,
     just before the loop in the same block; the loop reads what it binds; no
     name it reads is rebound between it and the loop or inside the loop; and
-    the loop does not rebind what it binds (that would be carried state)."""
+    the loop does not rebind what it binds (that would be carried state);
+    and the statement builds the value's whole graph from leaves (what it
+    reads of a tracked value built elsewhere would still be walked again)."""
     loop = hazard.loop
     if loop is None or loop.implicit or not isinstance(loop.node, (cst.For, cst.While)):
         return ()
@@ -41,6 +44,8 @@ def recompute_edits(hazard: Union[HoistedHazard, RepeatedHazard], ctx: SourceCon
     between = body[index + 1 : loop_index]
     rebound = set().union(*(bound_in(s) for s in between), bound_in(loop.node))
     if not (targets & names_in(loop.node.body)) or (names_in(assign.value) & rebound) or (targets & rebound):
+        return ()
+    if not built_within(hazard.fails_at, hazard.definition, lambda site: ctx.names.within(site, statement)):
         return ()
     code = ctx.module.code_for_node(assign)
     move = not ctx.names.used_outside(targets, (statement, loop.node.body))

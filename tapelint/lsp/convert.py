@@ -109,13 +109,15 @@ def quick_fixes(
     (`retain_graph=True`) are explanations, never offered as edits, and a fix
     without edits (a move the rule only describes) has nothing to apply.
     With `versioned`, the edit names the document version it was computed
-    for, so a client rejects it once the text has moved on."""
+    for, so a client rejects it once the text has moved on. Exactly one
+    action is preferred, the safe fix `--fix` applies, or none."""
+    preferred = next((f for f in diagnostic.fixes if f.edits and f.safety is Safety.SAFE), None)
     return [
         types.CodeAction(
             title=_title(diagnostic, fix),
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[lsp_diagnostic],
-            is_preferred=fix.safety is Safety.SAFE,
+            is_preferred=fix is preferred,
             edit=_workspace_edit(fix, text, versioned),
         )
         for fix in diagnostic.fixes

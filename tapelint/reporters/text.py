@@ -7,10 +7,12 @@ and rustc.
        |            ^^^^^^^^^^^^^
        |
        = fails-at train.py:15:5: this backward walks it again and fails
-       = help: detach `base` where it is created (it then gets no gradient)
+       = help (unsafe fix): detach `base` where it is created (it then gets no gradient)
 
-Columns are 1-based here, as in every editor and in ruff/flake8 (JSON keeps
-the 0-based columns of `docs/output.md`). A file that could not be checked is one
+A finding that `--fix` can fix is marked `[*]` after its code, and a line
+before the summary counts them (ruff's "N fixable with `--fix`"). Columns
+are 1-based here, as in every editor and in ruff/flake8 (JSON keeps the
+0-based columns of `docs/output.md`). A file that could not be checked is one
 line, `path: error: message`. The run ends with a one-line summary.
 """
 
@@ -21,10 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from tapelint.diagnostics import Diagnostic, FileError, Position, Range
+from tapelint.diagnostics import Diagnostic, FileError, Position, Range, Safety
+from tapelint.fixes.safety import Fixable, applicable_fix
 from tapelint.reporters.base import Report, ReportOptions
 
 _TAB_WIDTH = 4
+# What a fix is, said after its `help`: a safe fix is what `--fix` does; an
+# unsafe one needs `--unsafe-fixes`; a display-only one is never applied.
+_LABELS = {Safety.SAFE: "", Safety.UNSAFE: " (unsafe fix)", Safety.DISPLAY_ONLY: " (suggestion only, no edit)"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,9 @@ def report(report: Report, out: TextIO, options: ReportOptions) -> None:
         for error in result.errors:
             out.write(format_error(error, style) + "\n")
     if not options.quiet:
+        fixable = Fixable.count(report.diagnostics).line()
+        if fixable:  # before the summary, which stays the last line
+            out.write(fixable + "\n")
         out.write(summary(report) + "\n")
 
 
@@ -77,14 +86,16 @@ def format_error(error: FileError, style: _Style) -> str:
 
 def format_diagnostic(diagnostic: Diagnostic, lines: Sequence[str] | None, style: _Style) -> str:
     start = diagnostic.range.start
-    header = f"{style.bold(location(diagnostic.path, start))}: {style.error(diagnostic.code)} {diagnostic.message}"
+    marker = " [*]" if applicable_fix(diagnostic, unsafe=False) is not None else ""
+    header = (f"{style.bold(location(diagnostic.path, start))}: {style.error(diagnostic.code)}{marker} "
+              f"{diagnostic.message}")
     snippet = _snippet(diagnostic.range, lines)
     notes = [
         f"{style.note(related.role.value)} {location(related.path, related.range.start)}: {related.message}"
         for related in diagnostic.related
         if (related.path, related.range) != (diagnostic.path, diagnostic.range)
     ]
-    notes += [f"{style.help('help')}: {fix.description}" for fix in diagnostic.fixes]
+    notes += [f"{style.help('help')}{_LABELS[fix.safety]}: {fix.description}" for fix in diagnostic.fixes]
     if snippet is None and not notes:
         return header + "\n"
     width = len(str(start.line))

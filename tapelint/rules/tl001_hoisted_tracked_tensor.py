@@ -34,7 +34,16 @@ class HoistedTrackedTensor(Rule[HoistedHazard]):
     just before the loop, in the same block, from names that neither the
     loop nor the statements in between rebind: the statement is moved to the
     top of the loop body (copied, when what it binds is also read outside
-    the loop). Otherwise it is a suggestion only.
+    the loop), and only when that statement builds the value's whole graph
+    from leaves (recomputing `b = a.exp()` where `a` is itself built before
+    the loop would walk `a` again). Detaching has an edit only where it
+    cannot break the program: the expression is known to be one tensor (not
+    a tuple, a list, or what a user function or module returns), every
+    backward still reaches a trainable leaf without the value (no graph-free
+    root, no model left untrained), and the value is created in the scope
+    the user reads (not inside a function the code calls, such as
+    `Net.forward`; an `__init__` caching it on `self` is that place).
+    Otherwise it is a suggestion only.
     """
 
     code = "TL001"

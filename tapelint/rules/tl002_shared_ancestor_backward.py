@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import HazardKind, SharedHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
-from tapelint.fixes.branch_detach import branch_detach_edits
+from tapelint.fixes.branch_detach import branch_detach_edits, detached_branch, loss_name
 from tapelint.fixes.combine import combine_edits
 from tapelint.fixes.edits import fix_of
 from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, reuse_related, semantics_note
@@ -28,13 +28,17 @@ class SharedAncestorBackward(Rule[SharedHazard]):
     gradients and walks the shared part once, but changes where the
     gradients are read in between, so it is unsafe; it has an edit only when
     the backwards are consecutive statements of one block (nothing reads the
-    gradients in between). Detaching the shared value on the first loss's
-    branch changes which parameters get gradients (unsafe too); it has an
-    edit where that loss is assigned in the same block and passes the shared
-    name straight to a call of a name or `self.` attribute (`D(fake)` ->
-    `D(fake.detach())`, the GAN fix), a call taken to be a module with its
-    own parameters so that the first loss still has a graph. Otherwise both
-    are suggestions only.
+    gradients in between). Detaching the shared value on one loss's branch
+    changes which parameters get gradients (unsafe too). The loss is chosen
+    by role: with `fake = G(z)`, the loss after whose backward an optimizer
+    not over `G` steps (`opt_d`, the discriminator's), whether it runs first
+    or second; never a loss whose optimizer steps `G` (the generator would
+    silently stop learning); the first loss when no optimizer tells. It has
+    an edit where that loss is assigned in the same block and passes the
+    shared name straight to a call of a name or `self.` attribute (`D(fake)`
+    -> `D(fake.detach())`, the GAN fix), and that loss still reaches a
+    trainable leaf without the shared value. Otherwise both are suggestions
+    only.
     """
 
     code = "TL002"
@@ -104,10 +108,19 @@ l2.backward()
             fixes=(
                 fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once",
                        combine_edits(hazard, ctx)),
-                fix_of(FixKind.DETACH, Safety.UNSAFE,
-                       f"detach `{name}` on the first loss's branch (it then gets no gradient from that loss)",
+                fix_of(FixKind.DETACH, Safety.UNSAFE, _detach_description(hazard, ctx),
                        # A retained first walk was meant to reach `name`: detaching it there
                        # would silently drop the gradients the code reads in between.
                        () if hazard.retained else branch_detach_edits(hazard, ctx)),
             ),
         )
+
+
+def _detach_description(hazard: SharedHazard, ctx: ReportContext) -> str:
+    """Names the loss the detach goes to (chosen by role: see `fixes.branch_detach`)."""
+    event = detached_branch(hazard, ctx)
+    loss = loss_name(event) if event is not None else None
+    if loss is None:
+        return (f"detach `{hazard.value}` on the branch of the loss that must not train what computes it"
+                " (that loss then gives it no gradient)")
+    return f"detach `{hazard.value}` where `{loss}` uses it (`{loss}` then gives it no gradient)"

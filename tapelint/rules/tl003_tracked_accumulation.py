@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tapelint.analysis.findings import AccumulationHazard, HazardKind
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
+from tapelint.fixes.edits import quoted_method_call
 from tapelint.fixes.item import accumulation_fixes
 from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
 
@@ -46,13 +47,16 @@ class TrackedAccumulation(Rule[AccumulationHazard]):
       comparisons, f-strings, `print`/logging calls, `float`/`round`/`str`...;
       for a list: `len`, `sum`, `min`, `max`, `mean`, an element) and the
       value is known to hold one element (a loss function, an `nn.*Loss`
-      object, a full `.sum()`/`.mean()`); otherwise unsafe: a float has no
-      `.item()`, and a tensor of many elements has no `.item()` either.
+      object, a full `.sum()`/`.mean()`); otherwise it is a suggestion
+      without an edit: a float has no `.item()`, and a tensor of many
+      elements has no `.item()` either, so the edit would break the program.
     * `.detach()` is safe when every use is numeric, reporting, or reads the
       tensor (`total.item()`, `.tolist()`): nothing can backward through the
       total, so no gradient changes; otherwise (returned, stored, iterated,
       passed on) it is unsafe.
 
+    Neither has an edit when the accumulated value may be something other
+    than one tensor (what a user function returns, a dict, a tuple).
     The safe fix is listed (and applied) first; when neither is safe,
     `.detach()` comes first as it keeps the total's type.
     """
@@ -194,19 +198,20 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
     def report(self, hazard: AccumulationHazard, ctx: ReportContext) -> Diagnostic:
         total = ctx.code_of(hazard.accumulator_target)
         value = hazard.value
+        item, detach = quoted_method_call(value, "item"), quoted_method_call(value, "detach")
         loop = loop_phrase(hazard, ctx)
         if hazard.retention_with_backward:
             message = (
                 f"`{total}` accumulates `{value}` across the iterations of {loop}: every iteration's graph "
                 f"stays reachable from it, so memory grows with the number of steps (and a backward of "
-                f"`{total}` would walk old iterations again). Accumulate `{value}.item()` (or "
-                f"`{value}.detach()`) instead."
+                f"`{total}` would walk old iterations again). Accumulate `{item}` (or "
+                f"`{detach}`) instead."
             )
         else:
             message = (
                 f"`{total}` accumulates `{value}` across the iterations of {loop}, which runs no backward "
                 f"and no `torch.no_grad()`: every iteration's activations stay alive through `{total}`, and "
-                f"memory grows until it runs out. Accumulate `{value}.item()`, or run the loop under "
+                f"memory grows until it runs out. Accumulate `{item}`, or run the loop under "
                 f"`torch.no_grad()`."
             )
         return self.diagnostic(
@@ -223,7 +228,7 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
             fixes=accumulation_fixes(
                 hazard,
                 ctx,
-                item=f"accumulate `{value}.item()`, a Python number",
-                detach=f"accumulate `{value}.detach()`, a tensor without graph",
+                item=f"accumulate `{item}`, a Python number",
+                detach=f"accumulate `{detach}`, a tensor without graph",
             ),
         )

@@ -27,7 +27,10 @@ class RepeatedBackward(Rule[RepeatedHazard]):
     Removing the second call is unsafe when the repetition was meant; it
     has an edit when the call is a statement of its own (its lines go, with
     its trailing comment; `pass` if it was alone in its block), not when its
-    result is assigned. `retain_graph=True` on the first call is shown,
+    result is assigned, and only when the first call sits in the same block
+    or one enclosing it: two backwards under different conditions (`if
+    old: ...` / `if not old: ...`) may be exclusive, and deleting one would
+    leave a path without any backward. `retain_graph=True` on the first call is shown,
     never applied: it keeps the whole graph alive and usually hides the real
     bug. When a loop re-runs the backward of a root built before it, there
     is no second call to remove: the fix builds the root inside the loop
