@@ -135,10 +135,13 @@ PLANTS: tuple[Plant, ...] = (
         "TL003", 1583, "DPO compute_loss keeps the tracked aux loss in self._metrics every step", llm=True,
     ),
     Plant(
+        # Not the policy-loss metric at line 3183: every branch binds `policy_loss = loss.detach()`
+        # before it, so dropping that `.item()` there is no hazard (tapelint rightly stays silent).
         "trl", "trl/trainer/grpo_trainer.py",
-        '            self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean().item())',
-        '            self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean())',
-        "TL003", 3183, "GRPO compute_loss keeps the tracked policy loss in self._metrics every step", llm=True,
+        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())',
+        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean())',
+        "TL003", 3221, "GRPO compute_loss keeps the tracked router aux loss (a term of the backwarded loss) in self._metrics every step",
+        llm=True,
     ),
     Plant(
         "trlx", "trlx/trainer/accelerate_ppo_trainer.py",

@@ -138,8 +138,8 @@ class _Placer:
                 changes["value"] = text if len(text) <= 40 else text[:37] + "..."
         if not changes:
             return Located(hazard)
-        if "definition" in changes and getattr(hazard, "anchor", None) is not None and \
-                changes.get("anchor", hazard.anchor) is changes["definition"]:
+        anchor = getattr(hazard, "anchor", None)  # only some hazard kinds have one
+        if "definition" in changes and anchor is not None and changes.get("anchor", anchor) is changes["definition"]:
             changes["anchor"] = None  # both at the one call of this file
         return Located(replace(hazard, **changes), tuple(origins))  # type: ignore[arg-type]
 

@@ -207,7 +207,7 @@ def _add_import_from(stmt: cst.ImportFrom, path: str, roots: Sequence[str], impo
     found = find_relative(level, dotted or "", path) if level else find_absolute(dotted or "", roots)
     if found is None:
         return
-    if type(stmt.names) is cst.ImportStar:
+    if isinstance(stmt.names, cst.ImportStar):
         stars.append(found)
         return
     for alias in stmt.names:
@@ -221,11 +221,14 @@ def _add_import_from(stmt: cst.ImportFrom, path: str, roots: Sequence[str], impo
 def _literal_names(expr: cst.BaseExpression) -> Optional[tuple[str, ...]]:
     if type(expr) not in (cst.List, cst.Tuple):
         return None
-    names = []
+    names: list[str] = []
     for element in expr.elements:  # type: ignore[attr-defined]
         if type(element.value) is not cst.SimpleString:
             return None
-        names.append(element.value.evaluated_value)
+        value = element.value.evaluated_value
+        if not isinstance(value, str):  # a bytes literal names nothing
+            return None
+        names.append(value)
     return tuple(names)
 
 
@@ -466,7 +469,7 @@ class Project:
         program = self.program(path)
         if program is None:
             return None
-        node = program.functions.get(name)
+        node: Union[cst.FunctionDef, cst.ClassDef, None] = program.functions.get(name)
         if node is None and name in program.classes:
             node = program.classes[name].node
         return Found(node, os.path.abspath(path)) if node is not None else None

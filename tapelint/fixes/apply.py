@@ -95,7 +95,7 @@ def _apply_to_document(text: str, path: str, fixes: list[Fix]) -> tuple[str, int
     touched = {e.range.start.cell for f in fixes for e in f.edits}
     sources = {cell: notebooks.cell_source(cells[cell - 1]) for cell in touched if cell is not None}
     new_sources, applied = apply_fixes(sources, fixes)
-    changed = {cell: source for cell, source in new_sources.items() if source != sources[cell]}
+    changed = {cell: source for cell, source in new_sources.items() if cell is not None and source != sources[cell]}
     return (notebooks.replace_cells(text, changed) if changed else text), applied
 
 

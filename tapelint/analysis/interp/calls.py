@@ -99,7 +99,7 @@ def first_party(frame: Frame, dotted: str) -> Optional[Vals]:
     found = frame.program.definition(dotted)
     if found is None:
         return None
-    if type(found.node) is cst.FunctionDef:
+    if isinstance(found.node, cst.FunctionDef):
         return frozenset((frame.store.function_ref(found.node, (), ()),))
     info = frame.program.class_info(found.node)
     if info is None:
@@ -222,9 +222,10 @@ def _known_tensor(vals: Vals) -> bool:
                for v in vals)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Outside:
-    """A placement outside every loop: a container that lives on an object."""
+    """A placement outside every loop: a container that lives on an object
+    (a `Placement`, whose members are plain attributes)."""
 
     context: tuple
     loops: tuple = ()

@@ -233,7 +233,7 @@ def _exec_with(frame: Frame, stmt: cst.With, state: State, block: Sequence[cst.C
             continue
         vals = frame.eval(expr, state)
         if item.asname is not None:
-            frame.bind(item.asname.name, vals, state)  # type: ignore[arg-type]
+            frame.bind(item.asname.name, vals, state)
     saved = state.no_grad
     state.no_grad = no_grad
     state = frame.exec_block(stmt.body.body, state)
