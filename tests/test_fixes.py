@@ -51,6 +51,9 @@ NO_EDIT = {
     "tl007_carried_hidden_retain_graph.py": (
         "the stale state is carried from the previous iteration: the fix is a detach, the user's decision",
         {"reorder", "recompute", "combine"}),
+    "tl003_second_output_of_unknown_model_summed.py": (
+        "the kept value is what an unknown model returns, which may be no tensor (a tuple, a dict): "
+        "`.detach()`/`.item()` there is a suggestion, not an edit", {"detach", "item"}),
     "tl007_manual_update_under_no_grad.py": (
         "an update written by hand: where it may go is the user's decision", {"reorder", "recompute", "combine"}),
 }
