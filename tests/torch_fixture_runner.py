@@ -103,22 +103,34 @@ class _Tagger(TorchFunctionMode):
         return out
 
 
-def _tensors_in(value, seen, depth=0):
-    if id(value) in seen or depth > 5:
-        return
-    seen.add(id(value))
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for v in value:
-            yield from _tensors_in(v, seen, depth + 1)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors_in(v, seen, depth + 1)
-    elif isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)):
-        return
-    elif hasattr(value, "__dict__"):
-        yield from _tensors_in(vars(value), seen, depth + 1)
+MAX_DEPTH = 6  # containers and objects followed from the namespace (`trainer._metrics["train"]["loss"]` is 5 deep)
+
+
+def _tensors_in(root, seen):
+    """Every tensor reachable from `root` through containers and objects'
+    attributes, breadth first: each object is reached at its shallowest depth,
+    so a list the depth limit cut below one object is still read through a
+    shorter path (a module-level alias of the same list)."""
+    level = [root]
+    for _depth in range(MAX_DEPTH + 1):
+        following = []
+        for value in level:
+            if isinstance(value, torch.Tensor):
+                yield value
+                continue
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if isinstance(value, (list, tuple, set, frozenset)):
+                following.extend(value)
+            elif isinstance(value, dict):
+                following.extend(value.values())
+            elif isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)):
+                continue
+            elif hasattr(value, "__dict__"):
+                following.append(vars(value))
+        level = following
+    yield from (value for value in level if isinstance(value, torch.Tensor))
 
 
 def _grows(namespace: dict, tagger: _Tagger) -> bool:
