@@ -105,7 +105,8 @@ SDISTS: tuple[Sdist, ...] = (
 
 # The first eight are issue 12's speed corpus (~503k lines together).
 ISSUE12 = frozenset(
-    {"examples", "nanoGPT", "pytorch-lightning", "detectron2", "diffusers", "stylegan2-ada-pytorch", "learn2learn", "higher"}
+    {"examples", "nanoGPT", "pytorch-lightning", "detectron2", "diffusers", "stylegan2-ada-pytorch", "learn2learn",
+     "higher"}
 )
 REPOSITORIES: tuple[Repository, ...] = (
     Repository("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", "examples"),
@@ -239,7 +240,8 @@ def build_repository(repository: Repository, dest: str) -> str | None:
         return f"commit {repository.commit} is not in {git_dir}: fetch github:{repository.slug} again"
 
     try:
-        _replace_folder(os.path.join(dest, repository.project), lambda staging: _check_out(git_dir, repository, staging))
+        _replace_folder(os.path.join(dest, repository.project),
+                        lambda staging: _check_out(git_dir, repository, staging))
     except (RuntimeError, OSError) as error:
         return str(error)
     return None
@@ -266,7 +268,7 @@ def _check_out(git_dir: str, repository: Repository, staging: str) -> None:
     assert reader.stdin is not None and reader.stdout is not None
     reader.stdin.write("".join(f"{oid}\n" for oid, _ in wanted).encode())
     reader.stdin.close()
-    for oid, path in wanted:
+    for _oid, path in wanted:
         header = reader.stdout.readline().split()
         if header[1:2] == [b"missing"]:
             continue  # too large for the snapshot

@@ -120,7 +120,8 @@ def bare(files: Sequence[str], jobs: int) -> Timed:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
         listing.write("".join(f"{path}\n" for path in files))
     try:
-        return timed([sys.executable, os.path.join(HERE, "bare_parse.py"), "--jobs", str(jobs), "--files-from", listing.name])
+        return timed([sys.executable, os.path.join(HERE, "bare_parse.py"), "--jobs", str(jobs),
+                      "--files-from", listing.name])
     finally:
         os.unlink(listing.name)
 
@@ -180,7 +181,8 @@ def print_row(name: str, t: Totals) -> None:
     torch_n, strict_n = sum(t.torch.values()), sum(t.strict.values())
     speed = f"{t.lint_wall:7.1f} {t.lint_cpu:7.1f}"
     if t.bare_cpu:
-        speed += f" {t.bare_wall:7.1f} {t.bare_cpu:7.1f} {t.lint_wall / t.bare_wall:5.2f}x {t.lint_cpu / t.bare_cpu:5.2f}x"
+        speed += f" {t.bare_wall:7.1f} {t.bare_cpu:7.1f}"
+        speed += f" {t.lint_wall / t.bare_wall:5.2f}x {t.lint_cpu / t.bare_cpu:5.2f}x"
     print(
         f"{name:27} {t.files:5} {t.lines:9,} {torch_n:4} {per_100k(torch_n, t.lines):6.1f} {strict_n:5}"
         f" {per_100k(strict_n, t.lines):6.1f}  {speed}"
@@ -205,14 +207,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"corpus at {dest}; jobs {args.jobs}; load average before: {load()}")
     print(f"{'project':27} {'files':>5} {'lines':>9} {'TL':>4} {'/100k':>6} {'strTL':>5} {'/100k':>6}"
-          f"  {'wall':>7} {'cpu':>7}" + ("" if args.no_bare else f" {'bare-w':>7} {'bare-c':>7} {'wallx':>6} {'cpux':>6}"))
+          f"  {'wall':>7} {'cpu':>7}"
+          + ("" if args.no_bare else f" {'bare-w':>7} {'bare-c':>7} {'wallx':>6} {'cpux':>6}"))
     runs: list[ProjectRun] = []
     everything, issue12, no_torch = Totals(), Totals(), Totals()
     for project in chosen:
         run = run_project(project, args.jobs, not args.no_bare)
         runs.append(run)
         single = Totals()
-        for totals in (single, everything, *((issue12,) if project.issue12 else ()), *((no_torch,) if project.name != "torch" else ())):
+        scopes = (single, everything, *((issue12,) if project.issue12 else ()),
+                  *((no_torch,) if project.name != "torch" else ()))
+        for totals in scopes:
             totals.add(run)
         print_row(project.name, single)
         for error in run.errors[:5]:
@@ -233,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             {
                 "corpus": dest,
                 "projects": [
-                    {"name": r.project.name, "path": r.project.path, "files": r.files, "lines": r.lines, "errors": list(r.errors)}
+                    {"name": r.project.name, "path": r.project.path, "files": r.files, "lines": r.lines,
+                     "errors": list(r.errors)}
                     for r in runs
                 ],
                 "findings": [asdict(f) for r in runs for f in r.findings],

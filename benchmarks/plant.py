@@ -54,6 +54,12 @@ class Plant:
     also: tuple[int, ...] = ()
 
 
+# The metric line trl's DPO and GRPO trainers share; the plants drop its `.item()`.
+TRL_AUX_METRIC = (
+    '            self._metrics[mode]["aux_loss"]'
+    '.append(self.accelerator.gather_for_metrics(aux_loss).mean().item())'
+)
+
 PLANTS: tuple[Plant, ...] = (
     Plant(
         "examples", "word_language_model/main.py",
@@ -130,17 +136,18 @@ PLANTS: tuple[Plant, ...] = (
     ),
     Plant(
         "trl", "trl/trainer/dpo_trainer.py",
-        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())',
-        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean())',
+        TRL_AUX_METRIC,
+        TRL_AUX_METRIC.replace(".mean().item())", ".mean())"),
         "TL003", 1583, "DPO compute_loss keeps the tracked aux loss in self._metrics every step", llm=True,
     ),
     Plant(
         # Not the policy-loss metric at line 3183: every branch binds `policy_loss = loss.detach()`
         # before it, so dropping that `.item()` there is no hazard (tapelint rightly stays silent).
         "trl", "trl/trainer/grpo_trainer.py",
-        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())',
-        '            self._metrics[mode]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean())',
-        "TL003", 3221, "GRPO compute_loss keeps the tracked router aux loss (a term of the backwarded loss) in self._metrics every step",
+        TRL_AUX_METRIC,
+        TRL_AUX_METRIC.replace(".mean().item())", ".mean())"),
+        "TL003", 3221,
+        "GRPO compute_loss keeps the tracked router aux loss (a term of the backwarded loss) in self._metrics",
         llm=True,
     ),
     Plant(
@@ -177,7 +184,8 @@ def apply(plant: Plant, root: str) -> str | None:
     window = lines[start : start + AFTER_WINDOW] if plant.after else lines
     where = [start + i for i, line in enumerate(window) if line == plant.original]
     if len(where) != 1:
-        return f"original line occurs {len(where)} times in {plant.file}{' after its anchor' if plant.after else ''}, not once"
+        anchor = " after its anchor" if plant.after else ""
+        return f"original line occurs {len(where)} times in {plant.file}{anchor}, not once"
     lines[where[0]] = plant.replacement
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines))

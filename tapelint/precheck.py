@@ -45,8 +45,9 @@ _REQUIRES_GRAD = re.compile(
     r"requires_grad\s*=\s*(?:True\b|0*[1-9])"
     r"|requires_grad_\(\s*(?:requires_grad\s*=\s*)?(?:True\b|0*[1-9]|\))"
 )
-_TRACKING = ("Parameter(", "parameters(", "from_pretrained(", "from_config(", "get_peft_model(", "instantiate(") + tuple(
-    f"{m}(" for m in PARAMETRIC_MODULES)
+_TRACKING = (
+    "Parameter(", "parameters(", "from_pretrained(", "from_config(", "get_peft_model(", "instantiate(",
+) + tuple(f"{m}(" for m in PARAMETRIC_MODULES)
 _LOOPS = ("for ", "while ")
 # `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
 _ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")

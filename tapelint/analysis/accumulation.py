@@ -130,9 +130,9 @@ def _walked_in_loop(store: StoreView, acc: Accumulation, fresh: list) -> bool:
     for value in fresh:
         wanted.update(id(node) for (node, _), _children in hazards.walk([value]))
     for event in store.events.values():
-        if acc.loop in event.loops and not event.creates_graph:
-            if any(id(node) in wanted for (node, _), _children in hazards.walk(event.roots)):
-                return True
+        if acc.loop in event.loops and not event.creates_graph and any(
+                id(node) in wanted for (node, _), _children in hazards.walk(event.roots)):
+            return True
     return False
 
 

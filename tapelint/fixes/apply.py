@@ -117,8 +117,8 @@ def apply_fixes(sources: Mapping[Optional[int], str], fixes: Iterable[Fix]) -> t
         if any(e.range.start.cell != e.range.end.cell or e.range.start.cell not in sources for e in edits):
             continue
         spans = [
-            (cell, _offset(starts[cell], sources[cell], e.range.start), _offset(starts[cell], sources[cell], e.range.end),
-             e.new_text)
+            (cell, _offset(starts[cell], sources[cell], e.range.start),
+             _offset(starts[cell], sources[cell], e.range.end), e.new_text)
             for e in edits
             for cell in (e.range.start.cell,)
         ]

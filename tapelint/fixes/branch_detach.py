@@ -84,6 +84,7 @@ def _single_assign(statement: cst.BaseStatement) -> Optional[tuple[str, cst.Base
     """(name, value) of `name = value` alone on its line."""
     if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
         assign = statement.body[0]
-        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 \
+                and isinstance(assign.targets[0].target, cst.Name):
             return assign.targets[0].target.value, assign.value
     return None

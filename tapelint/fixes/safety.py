@@ -40,7 +40,11 @@ class Fixable:
         return f" ({self.unsafe_only} more with `--unsafe-fixes`)" if self.unsafe_only else ""
 
     def line(self) -> str:
-        """ruff's closing line: `[*] N fixable with `--fix` (M more with `--unsafe-fixes`).`"""
+        """ruff's closing line: `[*] N fixable with `--fix` (M more with `--unsafe-fixes`).`, or,
+        with nothing `--fix` would change, `No fixes with `--fix` (M more with `--unsafe-fixes`).`
+        (no `[*]`: no finding carries the marker then)."""
         if not self.safe and not self.unsafe_only:
             return ""
+        if not self.safe:
+            return f"No fixes with `--fix`{self.more_with_unsafe()}."
         return f"[*] {self.safe} fixable with `--fix`{self.more_with_unsafe()}."

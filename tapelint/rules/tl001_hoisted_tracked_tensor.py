@@ -168,7 +168,8 @@ for step in range(3):
     def _fixes(self, hazard: HoistedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         """Recompute first when it can be applied: it keeps the gradients."""
         name = hazard.value
-        detach = fix_of(FixKind.DETACH, Safety.UNSAFE, f"detach `{name}` where it is created (it then gets no gradient)",
+        detach = fix_of(FixKind.DETACH, Safety.UNSAFE,
+                        f"detach `{name}` where it is created (it then gets no gradient)",
                         definition_detach_edits(hazard, ctx))
         recompute = fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration",
                            recompute_edits(hazard, ctx))

@@ -226,7 +226,7 @@ def test_optimizers_agree(fresh) -> None:
         pt, pe = torch.tensor(w0, requires_grad=True), E.tensor(w0, requires_grad=True)
         ot, oe = getattr(torch.optim, name)([pt], **kw), getattr(E.optim, name)([pe], **kw)
         for _ in range(3):
-            for p, o, L in ((pt, ot, torch), (pe, oe, E)):
+            for p, o in ((pt, ot), (pe, oe)):
                 o.zero_grad()
                 ((p * p).sum() + p.exp().sum()).backward()
                 o.step()

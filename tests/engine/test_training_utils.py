@@ -76,11 +76,13 @@ def test_custom_dataset_collates_numbers_and_dicts(fresh) -> None:
     out = []
     for L in (torch, E):
         class Pairs(L.utils.data.Dataset):
+            library = L  # bound now: the loader calls __getitem__ before the loop moves on, but say so
+
             def __len__(self):
                 return 5
 
             def __getitem__(self, i):
-                return {"x": L.full((2,), float(i)), "label": i, "w": 0.5 * i}
+                return {"x": self.library.full((2,), float(i)), "label": i, "w": 0.5 * i}
 
         batch = next(iter(L.utils.data.DataLoader(Pairs(), batch_size=3)))
         out.append({k: (v.numpy().tolist(), str(v.dtype)) for k, v in batch.items()})

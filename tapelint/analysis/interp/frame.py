@@ -95,8 +95,8 @@ class Frame:
                fallback: tuple[dict[str, Vals], ...]) -> Frame:
         """The frame of `fn` called at `call` from this frame: the caller's loops and
         context, and the program of the module that defines `fn`."""
-        return Frame(self.program.home_of(fn), self.store, self.recorder, fn, self.loops, self.context + (call, fn), owner,
-                     fallback, self.depth + 1)
+        return Frame(self.program.home_of(fn), self.store, self.recorder, fn, self.loops, self.context + (call, fn),
+                     owner, fallback, self.depth + 1)
 
     # ------------------------------------------------------------ running
 
