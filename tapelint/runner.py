@@ -191,24 +191,34 @@ def _read_and_lint_recorded(path: str, settings: Settings) -> Outcome:
 
 
 def _read_and_lint(path: str, settings: Settings, text: Optional[str] = None, data: Optional[bytes] = None) -> Outcome:
+    def lint() -> Outcome:
+        try:
+            if text is not None:
+                source = text
+            else:
+                source = decode_source(data) if data is not None else read_source(path)
+        except SourceError as exc:
+            return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
+        result = lint_document(source, path, settings)
+        if len(source) > _LARGE_FILE:
+            _return_freed_heap()
+        return Outcome(result)
+
+    return guarded(path, settings, lint)
+
+
+def guarded(path: str, settings: Settings, lint: Callable[[], Outcome]) -> Outcome:
+    """Run one file's lint so that nothing it does escapes: its warnings
+    silenced (parsing user code can warn about invalid escapes: not ours to
+    print), a MemoryError reported as the memory budget, any other exception
+    as tapelint's internal error on this file (the others are still checked)."""
     try:
         with warnings.catch_warnings():
-            # Parsing user code can warn (invalid escape sequences): not ours to print.
             warnings.simplefilter("ignore")
-            try:
-                if text is not None:
-                    source = text
-                else:
-                    source = decode_source(data) if data is not None else read_source(path)
-            except SourceError as exc:
-                return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
-            result = lint_document(source, path, settings)
-            if len(source) > _LARGE_FILE:
-                _return_freed_heap()
-            return Outcome(result)
+            return lint()
     except MemoryError:
         return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))
-    except Exception as exc:  # a bug in tapelint: report it on this file, check the others
+    except Exception as exc:  # a bug in tapelint
         return _crash(path, debug.internal_error(exc))
 
 

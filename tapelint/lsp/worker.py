@@ -25,15 +25,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import warnings
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import IO, Optional
 
-from tapelint import debug
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.notebooks import lint_notebook
-from tapelint.runner import Outcome, _budget, _crash, _death, _init_worker, _over_memory, _Task, _with_deep_stack
+from tapelint.runner import Outcome, _budget, _death, _init_worker, _Task, _with_deep_stack, guarded
 from tapelint.settings import Settings
 from tapelint.suppressions import lint_module
 
@@ -158,15 +156,8 @@ def lint_request(request: Request) -> Outcome:
 def _lint_text(path: str, settings: Settings, request: Request) -> Outcome:
     if os.environ.get(FAULTS_VARIABLE) and ABORT_MARKER in request.text:
         os.abort()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the document's invalid escapes etc.: not ours to print
-            lint = lint_notebook if request.notebook else lint_module
-            return Outcome(lint(request.text, path, settings))
-    except MemoryError:
-        return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))
-    except Exception as exc:  # a bug in tapelint: report it on this document
-        return _crash(path, debug.internal_error(exc))
+    lint = lint_notebook if request.notebook else lint_module
+    return guarded(path, settings, lambda: Outcome(lint(request.text, path, settings)))
 
 
 def serve(parent: int, stderr_path: str) -> None:
