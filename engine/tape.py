@@ -232,10 +232,12 @@ class Node:
             STATE.saved_bytes -= self.nbytes
         self.nbytes = 0
 
-    def __del__(self) -> None:
-        if self.generation == STATE.generation:
-            STATE.live_nodes -= 1
-            STATE.saved_bytes -= self.nbytes
+    def __del__(self, _state: State = STATE) -> None:
+        """`_state` is bound at definition: a node freed at interpreter shutdown, after
+        this module's globals are cleared, still finds the tape state."""
+        if self.generation == _state.generation:
+            _state.live_nodes -= 1
+            _state.saved_bytes -= self.nbytes
 
 
 def _dead() -> None:

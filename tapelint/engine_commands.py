@@ -66,11 +66,17 @@ def configure_confirm(parser: argparse.ArgumentParser) -> None:
                         help="auto (default): the numpy engine, then real PyTorch for an API the engine "
                              "lacks; engine; or torch (torch semantics only)")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per program (default: 30)")
+    from tapelint.cli import add_cache_dir  # here: the CLI imports this module lazily
+
+    add_cache_dir(parser)
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the lint result cache (programs are always run)")
 
 
 def confirm_command(args: argparse.Namespace) -> int:
     """Lint, run every file that has diagnostics, and judge each diagnostic."""
     from tapelint import options
+    from tapelint.cache import ResultCache, disabled, run_cache_directory
     from tapelint.config import ConfigError
     from tapelint.files import discover
     from tapelint.runner import default_jobs, lint_files
@@ -85,7 +91,8 @@ def confirm_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"tapelint: error: {exc}", file=sys.stderr)
         return 2
-    run = lint_files(discovery.files, per_file, args.jobs or default_jobs())
+    cache = None if disabled(args.no_cache) else ResultCache(run_cache_directory(args.cache_dir, resolver))
+    run = lint_files(discovery.files, per_file, args.jobs or default_jobs(), cache)
     semantics = {result.path: settings.semantics for result, settings in zip(run.results, per_file)}
     found = [r for r in run.results if any(d.code != "TL900" for d in r.diagnostics)]
     todo = [r for r in found if not is_notebook(r.path)]

@@ -65,3 +65,19 @@ def test_without_numpy_the_engine_commands_say_so(monkeypatch, capsys):
     assert main(["confirm", HOISTED]) == 2
     err = capsys.readouterr().err
     assert err.count("pip install -e '.[engine]'") == 2 and "Traceback" not in err
+
+
+def test_confirm_reads_the_lint_cache_like_check_and_no_cache_turns_it_off(tmp_path, capsys, monkeypatch):
+    """`confirm` lints first: with a cache directory its lint results are stored there
+    (and the verdicts are those of an uncached run); `--no-cache` writes nothing."""
+    monkeypatch.delenv("TAPELINT_NO_CACHE", raising=False)
+    cached, uncached = tmp_path / "cached", tmp_path / "uncached"
+    verdicts = []
+    for extra in (["--cache-dir", str(cached)], ["--cache-dir", str(cached)],
+                  ["--cache-dir", str(uncached), "--no-cache"]):
+        assert main(["confirm", HOISTED, "--format", "json", *extra]) == 1
+        verdicts.append([(d["code"], d["confirmation"]["status"])
+                         for d in json.loads(capsys.readouterr().out)["diagnostics"]])
+    assert verdicts[0] == verdicts[1] == verdicts[2] == [("TL001", "confirmed")]
+    assert cached.is_dir() and any(cached.rglob("*"))
+    assert not uncached.exists()

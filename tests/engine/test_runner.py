@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -95,3 +97,15 @@ def test_torch_backend_matches(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     r = run_program(write(tmp_path, LOOP_BUG), "torch", backend="torch")
     assert (r.status, r.error_kind, r.line, r.node_line) == ("error", "second-backward", 8, 5)
+
+
+def test_nodes_alive_at_interpreter_shutdown_make_no_noise(tmp_path: Path) -> None:
+    """A graph kept by a module that outlives the tape's (numpy's, imported first) is
+    freed during interpreter shutdown, after the tape module's globals are gone:
+    `Node.__del__` must not print "Exception ignored" then."""
+    prog = write(tmp_path, "import torch, numpy\n\nx = torch.ones(3, requires_grad=True)\n"
+                           "numpy._kept = (x * 2).sum()\n")
+    proc = subprocess.run([sys.executable, "-m", "tapelint", "run", prog], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0 and ": ok" in proc.stdout, proc.stdout + proc.stderr
+    assert "Exception ignored" not in proc.stderr + proc.stdout, proc.stderr
