@@ -5,7 +5,8 @@ Convolution is three bilinear maps: `conv(x, w)`, its adjoint in x
 (`conv_w(x, y)`). Each one's backward is written with the other two, so
 `create_graph=True` records second-order terms through any of them. All work on
 windows of a padded input taken with numpy stride tricks (im2col): loops run
-over kernel positions, never over elements. 1-D layers are 2-D ones of height 1.
+over kernel positions, never over elements. Every helper works on any number of
+spatial dims (1-D, 2-D and 3-D layers share them).
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ import numpy as np
 from . import ops
 from .errors import NotSupportedByEngine
 from .ops import const
-from .tape import Op, Tensor, apply
+from .tape import Op, Tensor, apply, named
 
 
 @dataclass(frozen=True)
 class Geometry:
-    """stride, padding, dilation (each (h, w)) and groups of one convolution or pool."""
+    """stride, padding, dilation (one entry per spatial dim) and groups of one convolution or pool."""
 
-    stride: tuple[int, int]
-    padding: tuple[int, int]
-    dilation: tuple[int, int]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
     groups: int = 1
 
 
@@ -40,71 +41,74 @@ def sizes(v: Any, n: int = 2) -> tuple[Optional[int], ...]:
     return tuple(None if x is None else int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n
 
 
-def _as2d(a: np.ndarray, spatial: int) -> np.ndarray:
-    """A 1-D layer's (N, C, L) array as (N, C, 1, L)."""
-    return a[:, :, None, :] if spatial == 1 else a
-
-
-def _windows(x: np.ndarray, k: tuple[int, int], geo: Geometry, fill: float = 0.0) -> np.ndarray:
-    """(N, C, OH, OW, kh, kw) view of the padded input's receptive fields."""
-    (ph, pw), (dh, dw), (sh, sw) = geo.padding, geo.dilation, geo.stride
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill) if ph or pw else x
-    reach = ((k[0] - 1) * dh + 1, (k[1] - 1) * dw + 1)
-    win = np.lib.stride_tricks.sliding_window_view(xp, reach, axis=(2, 3))
-    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+def _windows(x: np.ndarray, k: tuple[int, ...], geo: Geometry, fill: float = 0.0,
+             extra: tuple[int, ...] = ()) -> np.ndarray:
+    """(N, C, *out, *k) view of the padded input's receptive fields; `extra` pads the end
+    of each dim further (ceil_mode's last windows)."""
+    d = len(k)
+    extra = extra or (0,) * d
+    if any(geo.padding) or any(extra):
+        x = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p + e) for p, e in zip(geo.padding, extra)),
+                   constant_values=fill)
+    reach = tuple((kk - 1) * dl + 1 for kk, dl in zip(k, geo.dilation))
+    win = np.lib.stride_tricks.sliding_window_view(x, reach, axis=tuple(range(2, 2 + d)))
+    return win[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in geo.stride)
+               + tuple(slice(None, None, dl) for dl in geo.dilation)]
 
 
 def _unwindow(cols: np.ndarray, shape: tuple, geo: Geometry) -> np.ndarray:
-    """Adjoint of `_windows`: sum window entries back into an array of `shape` (N, C, H, W)."""
-    n, c, oh, ow, kh, kw = cols.shape
-    (ph, pw), (dh, dw), (sh, sw) = geo.padding, geo.dilation, geo.stride
-    out = np.zeros((n, c, shape[2] + 2 * ph, shape[3] + 2 * pw), cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[..., i, j]
-    return out[:, :, ph:ph + shape[2], pw:pw + shape[3]]
+    """Adjoint of `_windows`: sum window entries back into an array of `shape` (N, C, *spatial)."""
+    d = len(shape) - 2
+    out_sizes, k = cols.shape[2:2 + d], cols.shape[2 + d:]
+    padded = tuple(n + 2 * p for n, p in zip(shape[2:], geo.padding))
+    out = np.zeros(shape[:2] + padded, cols.dtype)
+    for pos in np.ndindex(*k):
+        where = tuple(slice(i * dl, i * dl + st * (o - 1) + 1, st)
+                      for i, dl, st, o in zip(pos, geo.dilation, geo.stride, out_sizes))
+        out[(slice(None), slice(None)) + where] += cols[(Ellipsis,) + pos]
+    return out[(slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(geo.padding, shape[2:]))]
 
 
-def _grouped(cols: np.ndarray, g: int) -> np.ndarray:
-    n, c = cols.shape[:2]
-    return cols.reshape(n, g, c // g, *cols.shape[2:])
+def _grouped(a: np.ndarray, g: int) -> np.ndarray:
+    """(N, C, ...) as (N, groups, C // groups, ...)."""
+    n, c = a.shape[:2]
+    return a.reshape(n, g, c // g, *a.shape[2:])
 
 
-def _conv(x: np.ndarray, w: np.ndarray, geo: Geometry, spatial: int) -> np.ndarray:
-    x2, w2 = _as2d(x, spatial), _as2d(w, spatial)
-    g, o = geo.groups, w2.shape[0]
-    cols = _grouped(_windows(x2, w2.shape[2:], geo), g)
-    wg = w2.reshape(g, o // g, *w2.shape[1:])
-    y = np.einsum("ngchwij,gocij->ngohw", cols, wg, optimize=True)
-    y = y.reshape(y.shape[0], o, *y.shape[3:]).astype(x.dtype)
-    return y[:, :, 0] if spatial == 1 else y
+def _letters(d: int) -> tuple[str, str]:
+    """einsum letters for d output positions and d kernel offsets."""
+    return "xyz"[:d], "ijk"[:d]
 
 
-def _conv_t(y: np.ndarray, w: np.ndarray, x_shape: tuple, geo: Geometry, spatial: int) -> np.ndarray:
-    y2, w2 = _as2d(y, spatial), _as2d(w, spatial)
-    shape2 = x_shape[:2] + (1,) + x_shape[2:] if spatial == 1 else x_shape
-    g, o = geo.groups, w2.shape[0]
-    yg = y2.reshape(y2.shape[0], g, o // g, *y2.shape[2:])
-    wg = w2.reshape(g, o // g, *w2.shape[1:])
-    cols = np.einsum("ngohw,gocij->ngchwij", yg, wg, optimize=True)
+def _conv(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
+    o_, k_ = _letters(x.ndim - 2)
+    g, o = geo.groups, w.shape[0]
+    cols = _grouped(_windows(x, w.shape[2:], geo), g)
+    wg = w.reshape(g, o // g, *w.shape[1:])
+    y = np.einsum(f"ngc{o_}{k_},goc{k_}->ngo{o_}", cols, wg, optimize=True)
+    return y.reshape(y.shape[0], o, *y.shape[3:]).astype(x.dtype)
+
+
+def _conv_t(y: np.ndarray, w: np.ndarray, x_shape: tuple, geo: Geometry) -> np.ndarray:
+    o_, k_ = _letters(y.ndim - 2)
+    g, o = geo.groups, w.shape[0]
+    wg = w.reshape(g, o // g, *w.shape[1:])
+    cols = np.einsum(f"ngo{o_},goc{k_}->ngc{o_}{k_}", _grouped(y, g), wg, optimize=True)
     cols = cols.reshape(cols.shape[0], -1, *cols.shape[3:])
-    x = _unwindow(cols, shape2, geo).astype(y.dtype)
-    return x[:, :, 0] if spatial == 1 else x
+    return _unwindow(cols, tuple(x_shape), geo).astype(y.dtype)
 
 
-def _conv_w(x: np.ndarray, y: np.ndarray, w_shape: tuple, geo: Geometry, spatial: int) -> np.ndarray:
-    x2, y2 = _as2d(x, spatial), _as2d(y, spatial)
-    k = (1,) + tuple(w_shape[2:]) if spatial == 1 else tuple(w_shape[2:])
-    g, o = geo.groups, y2.shape[1]
-    cols = _grouped(_windows(x2, k, geo), g)
-    yg = y2.reshape(y2.shape[0], g, o // g, *y2.shape[2:])
-    w = np.einsum("ngohw,ngchwij->gocij", yg, cols, optimize=True).reshape(w_shape)
-    return w.astype(x.dtype)
+def _conv_w(x: np.ndarray, y: np.ndarray, w_shape: tuple, geo: Geometry) -> np.ndarray:
+    o_, k_ = _letters(x.ndim - 2)
+    g = geo.groups
+    cols = _grouped(_windows(x, tuple(w_shape[2:]), geo), g)
+    w = np.einsum(f"ngo{o_},ngc{o_}{k_}->goc{k_}", _grouped(y, g), cols, optimize=True)
+    return w.reshape(w_shape).astype(x.dtype)
 
 
 def _conv_fwd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, *, geo: Geometry,
               spatial: int) -> np.ndarray:
-    y = _conv(x, w, geo, spatial)
+    y = _conv(x, w, geo)
     return y + b.reshape((1, -1) + (1,) * spatial) if b is not None else y
 
 
@@ -135,15 +139,15 @@ def _conv_w_bwd(c: Any, g: Tensor) -> tuple:
 
 
 CONV = Op("Convolution", _conv_fwd, _conv_bwd, (0, 1))
-CONV_T = Op("ConvolutionBackward", lambda y, w, x_shape, geo, spatial: _conv_t(y, w, x_shape, geo, spatial),
+CONV_T = Op("ConvolutionBackward", lambda y, w, x_shape, geo, spatial: _conv_t(y, w, x_shape, geo),
             _conv_t_bwd, (0, 1))
-CONV_W = Op("ConvolutionBackward", lambda x, y, w_shape, geo, spatial: _conv_w(x, y, w_shape, geo, spatial),
+CONV_W = Op("ConvolutionBackward", lambda x, y, w_shape, geo, spatial: _conv_w(x, y, w_shape, geo),
             _conv_w_bwd, (0, 1))
 
 
 def _conv_transpose_fwd(y: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, *,
                         x_shape: tuple, geo: Geometry, spatial: int) -> np.ndarray:
-    x = _conv_t(y, w, x_shape, geo, spatial)
+    x = _conv_t(y, w, x_shape, geo)
     return x + b.reshape((1, -1) + (1,) * spatial) if b is not None else x
 
 
@@ -173,10 +177,7 @@ def _padding(padding: Any, kernel: tuple, dilation: tuple, stride: tuple) -> tup
 def _geometry(spatial: int, kernel: tuple, stride: Any, padding: Any, dilation: Any,
               groups: int) -> Geometry:
     s, d = pair(stride, spatial), pair(dilation, spatial)
-    p = _padding(padding, kernel, d, s)
-    if spatial == 1:
-        return Geometry((1, s[0]), (0, p[0]), (1, d[0]), groups)
-    return Geometry(s, p, d, groups)  # type: ignore[arg-type]
+    return Geometry(s, _padding(padding, kernel, d, s), d, groups)
 
 
 def _batched(x: Tensor, spatial: int) -> tuple[Tensor, bool]:
@@ -189,7 +190,7 @@ def _batched(x: Tensor, spatial: int) -> tuple[Tensor, bool]:
 
 
 def _unbatched(out: Tensor, squeeze: bool) -> Tensor:
-    return ops.reshape(out, out.arr.shape[1:]) if squeeze else out
+    return ops.reshape(out, out.arr.shape[1:], "SqueezeBackward1") if squeeze else out
 
 
 def conv(x: Tensor, w: Tensor, b: Tensor | None, stride: Any, padding: Any, dilation: Any,
@@ -221,20 +222,17 @@ def conv_transpose(x: Tensor, w: Tensor, b: Tensor | None, stride: Any, padding:
 # --------------------------------------------------------------------- pooling
 
 
-def _max_pool_fwd(x: np.ndarray, k: tuple, geo: Geometry, spatial: int) -> tuple:
-    x2 = _as2d(x, spatial)
-    cols = _windows(x2, k, geo, fill=-np.inf)
-    flat = cols.reshape(*cols.shape[:4], -1)
+def _max_pool_fwd(x: np.ndarray, k: tuple, geo: Geometry, spatial: int, extra: tuple) -> tuple:
+    cols = _windows(x, k, geo, fill=-np.inf, extra=extra)
+    flat = cols.reshape(*cols.shape[:2 + spatial], -1)
     arg = flat.argmax(-1)
     out = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
     # flat index of each winner in the unpadded input (PyTorch's `indices`)
-    oh, ow = np.indices(out.shape[2:])
-    i, j = np.divmod(arg, k[1])
-    rows = oh * geo.stride[0] - geo.padding[0] + i * geo.dilation[0]
-    cols_ = ow * geo.stride[1] - geo.padding[1] + j * geo.dilation[1]
-    idx = rows * x2.shape[3] + cols_
-    if spatial == 1:
-        out, idx = out[:, :, 0], idx[:, :, 0]
+    offsets = np.unravel_index(arg, k)
+    starts = np.indices(out.shape[2:])
+    where = tuple(starts[i] * geo.stride[i] - geo.padding[i] + offsets[i] * geo.dilation[i]
+                  for i in range(spatial))
+    idx = np.ravel_multi_index(where, x.shape[2:], mode="clip")
     return out.astype(x.dtype), {"indices": idx.astype(np.int64)}
 
 
@@ -253,26 +251,23 @@ def _gather_pool(g: Tensor, idx: np.ndarray) -> Tensor:
     return ops.reshape(ops.gather(flat, 2, idx.reshape(n, c, -1)), idx.shape)
 
 
-MAX_POOL = Op("MaxPool2DWithIndices", lambda x, k, geo, spatial: _max_pool_fwd(x, k, geo, spatial),
+MAX_POOL = Op("MaxPool2DWithIndices", lambda x, k, geo, spatial, extra: _max_pool_fwd(x, k, geo, spatial, extra),
               lambda c, g: (apply(MAX_POOL_BACKWARD, g, idx=c.saved["indices"].arr, shape=c.shapes[0]),),
               (0, "indices"))
 MAX_POOL_BACKWARD: Op = Op("MaxPool2DWithIndicesBackward",
                        lambda g, idx, shape: _scatter_pool(g, idx, shape),
                        lambda c, g: (_gather_pool(g, c.attrs["idx"]),))
+MAX_POOL_3D = named(MAX_POOL, "MaxPool3DWithIndicesBackward0")
 
 
 def _avg_fwd(x: np.ndarray, k: tuple, geo: Geometry, spatial: int) -> np.ndarray:
-    cols = _windows(_as2d(x, spatial), k, geo)
-    out = cols.mean(axis=(-1, -2)).astype(x.dtype)
-    return out[:, :, 0] if spatial == 1 else out
+    return _windows(x, k, geo).mean(axis=tuple(range(-spatial, 0))).astype(x.dtype)
 
 
 def _avg_bwd_np(g: np.ndarray, shape: tuple, k: tuple, geo: Geometry, spatial: int) -> np.ndarray:
-    g2 = _as2d(g, spatial)
-    shape2 = shape[:2] + (1,) + shape[2:] if spatial == 1 else shape
-    cols = np.broadcast_to((g2 / (k[0] * k[1]))[..., None, None], g2.shape + tuple(k))
-    x = _unwindow(np.ascontiguousarray(cols), shape2, geo).astype(g.dtype)
-    return x[:, :, 0] if spatial == 1 else x
+    share = (g / int(np.prod(k)))[(Ellipsis,) + (None,) * spatial]
+    cols = np.broadcast_to(share, g.shape + tuple(k))
+    return _unwindow(np.ascontiguousarray(cols), shape, geo).astype(g.dtype)
 
 
 def _pool_op(name: str) -> Op:
@@ -283,6 +278,13 @@ def _pool_op(name: str) -> Op:
 
 AVG_POOL = _pool_op("AvgPool2D")
 ADAPTIVE_AVG_POOL = _pool_op("AdaptiveAvgPool2D")
+POOL_NODES_3D = {id(MAX_POOL): MAX_POOL_3D, id(AVG_POOL): named(AVG_POOL, "AvgPool3DBackward0"),
+                 id(ADAPTIVE_AVG_POOL): named(ADAPTIVE_AVG_POOL, "AdaptiveAvgPool3DBackward0")}
+
+
+def _pool(op: Op, spatial: int) -> Op:
+    """PyTorch names 3-D pooling nodes apart (`AvgPool3DBackward0`); 1-D pools run its 2-D kernels."""
+    return POOL_NODES_3D[id(op)] if spatial == 3 else op
 AVG_POOL_BACKWARD = Op("AvgPool2DBackward",
                        lambda g, shape, k, geo, spatial: _avg_bwd_np(g, shape, k, geo, spatial),
                        lambda c, g: (apply(AVG_POOL, g, k=c.attrs["k"], geo=c.attrs["geo"],
@@ -292,8 +294,7 @@ AVG_POOL_BACKWARD = Op("AvgPool2DBackward",
 def _pool_geometry(spatial: int, kernel: Any, stride: Any, padding: Any, dilation: Any,
                    ceil_mode: bool) -> tuple[tuple, Geometry]:
     k = pair(kernel, spatial)
-    geo = _geometry(spatial, k, stride if stride not in (None, []) else k, padding, dilation, 1)
-    return ((1, k[0]) if spatial == 1 else k), geo
+    return k, _geometry(spatial, k, stride if stride not in (None, []) else k, padding, dilation, 1)
 
 
 def _ceil_extra(size: tuple, k: tuple, geo: Geometry) -> tuple[int, ...]:
@@ -310,15 +311,28 @@ def _ceil_extra(size: tuple, k: tuple, geo: Geometry) -> tuple[int, ...]:
     return tuple(extra)
 
 
+def _lift(v: Any, height: Any) -> Any:
+    """A 1-D pool's size as its 2-D kernel's: (height, v); no stride stays none."""
+    return None if v is None or v == [] else (height, sizes(v, 1)[0])
+
+
+def _in_2d(pool: Any, x: Tensor, *params: Any) -> Tensor:
+    """A 1-D pool as PyTorch runs it: its 2-D kernel on a height-1 input, between an
+    unsqueeze and a squeeze."""
+    out = pool(ops.unsqueeze(x, -2), *params, 2)
+    return ops.reshape(out, out.arr.shape[:-2] + out.arr.shape[-1:], "SqueezeBackward1")
+
+
 def max_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
              return_indices: bool, spatial: int) -> Any:
+    if spatial == 1:
+        return _in_2d(max_pool, x, _lift(kernel, 1), _lift(stride, 1), _lift(padding, 0), _lift(dilation, 1),
+                      ceil_mode, return_indices)
     x, squeeze = _batched(x, spatial)
     k, geo = _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
-    if ceil_mode:  # the extra windows see -inf beyond the input: they take what they reach of it
-        extra = _ceil_extra(_as2d(x.arr, spatial).shape[2:], k, geo)
-        if any(extra):
-            x = ops.pad(x, [w for e in reversed(extra[2 - spatial:]) for w in (0, e)], -np.inf)
-    out = _unbatched(apply(MAX_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
+    # ceil_mode's extra windows see -inf beyond the input: they take what they reach of it
+    extra = _ceil_extra(x.arr.shape[2:], k, geo) if ceil_mode else (0,) * spatial
+    out = _unbatched(apply(_pool(MAX_POOL, spatial), x, k=k, geo=geo, spatial=spatial, extra=extra), squeeze)
     if return_indices:
         raise NotSupportedByEngine("max_pool with return_indices=True")
     return out
@@ -326,18 +340,23 @@ def max_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any, c
 
 def avg_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,
              count_include_pad: bool, divisor_override: Any, spatial: int) -> Tensor:
+    if spatial == 1:
+        return _in_2d(avg_pool, x, _lift(kernel, 1), _lift(stride, 1), _lift(padding, 0), ceil_mode,
+                      count_include_pad, divisor_override)
     x, squeeze = _batched(x, spatial)
     k, geo = _pool_geometry(spatial, kernel, stride, padding, 1, ceil_mode)
-    if ceil_mode and any(_ceil_extra(_as2d(x.arr, spatial).shape[2:], k, geo)):
+    if ceil_mode and any(_ceil_extra(x.arr.shape[2:], k, geo)):
         raise NotSupportedByEngine("avg_pool with ceil_mode=True where it adds a partial window")
     if divisor_override is not None or (not count_include_pad and any(geo.padding)):
         raise NotSupportedByEngine("avg_pool with divisor_override or count_include_pad=False")
-    return _unbatched(apply(AVG_POOL, x, k=k, geo=geo, spatial=spatial), squeeze)
+    return _unbatched(apply(_pool(AVG_POOL, spatial), x, k=k, geo=geo, spatial=spatial), squeeze)
 
 
 def adaptive_avg_pool(x: Tensor, output_size: Any, spatial: int) -> Tensor:
     """Output size 1 is a mean (PyTorch lowers it so: nothing saved); sizes that divide
     the input are an average pool; others are not modelled."""
+    if spatial == 1:
+        return _in_2d(adaptive_avg_pool, x, _lift(output_size, 1))
     x, squeeze = _batched(x, spatial)
     size = x.arr.shape[2:]
     out = tuple(s if o is None else o for o, s in zip(sizes(output_size, spatial), size))
@@ -347,8 +366,7 @@ def adaptive_avg_pool(x: Tensor, output_size: Any, spatial: int) -> Tensor:
         raise NotSupportedByEngine("adaptive_avg_pool with an output size that does not divide the input")
     k = tuple(s // o for s, o in zip(size, out))
     geo = _geometry(spatial, k, k, 0, 1, 1)
-    k2 = (1, k[0]) if spatial == 1 else k
-    return _unbatched(apply(ADAPTIVE_AVG_POOL, x, k=k2, geo=geo, spatial=spatial), squeeze)
+    return _unbatched(apply(_pool(ADAPTIVE_AVG_POOL, spatial), x, k=k, geo=geo, spatial=spatial), squeeze)
 
 
 # ---------------------------------------------------------------- batch norm
@@ -363,14 +381,20 @@ def _bn_shape(x: np.ndarray) -> tuple[int, ...]:
 
 
 def _bn_fwd(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None = None, *,
-            mean: np.ndarray, invstd: np.ndarray, training: bool, affine: bool) -> tuple:
+            mean: np.ndarray, invstd: np.ndarray, training: bool, affine: bool,
+            running: tuple[Tensor | None, Tensor | None]) -> tuple:
     shape = _bn_shape(x)
     out = (x - mean.reshape(shape)) * invstd.reshape(shape)
     if w is not None:
         out = out * w.reshape(shape)
     if b is not None:
         out = out + b.reshape(shape)
-    return out.astype(x.dtype), {"mean": mean, "invstd": invstd}
+    # PyTorch's node keeps the running buffers it was given (version-checked) and the batch
+    # statistics, empty in eval
+    stats = (mean, invstd) if training else (np.zeros(0, x.dtype), np.zeros(0, x.dtype))
+    extras: dict[str, Any] = {"save_mean": stats[0].astype(x.dtype), "save_invstd": stats[1].astype(x.dtype)}
+    extras.update({name: t for name, t in zip(("running_mean", "running_var"), running) if t is not None})
+    return out.astype(x.dtype), extras
 
 
 def _bn_bwd(c: Any, g: Tensor) -> tuple:
@@ -397,15 +421,17 @@ def _bn_bwd(c: Any, g: Tensor) -> tuple:
     return (gx, gw, gb)[:len(c.needs)]
 
 
+_BN_STATS = ("running_mean", "running_var", "save_mean", "save_invstd")
 BATCH_NORM = Op("NativeBatchNorm", _bn_fwd, _bn_bwd,
-                lambda needs: (0, 1) if len(needs) > 1 else (0,))
+                lambda needs: ((0, 1) if len(needs) > 1 else (0,)) + _BN_STATS)
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float,
                eps: float) -> Tensor:
     """Batch statistics in training (running buffers updated in place, the variance
-    unbiased), the running ones in eval; PyTorch saves the input and weight either way."""
+    unbiased), the running ones in eval; PyTorch saves the input, weight, the running
+    buffers given and the batch statistics either way."""
     axes = _bn_axes(x.arr)
     if training:
         n = x.arr.size / x.arr.shape[1]
@@ -428,7 +454,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     if weight is None and bias is not None:
         raise NotSupportedByEngine("batch_norm with a bias but no weight")
     return apply(BATCH_NORM, *inputs, mean=mean.astype(np.float64), invstd=invstd.astype(np.float64),
-                 training=training, affine=weight is not None)
+                 training=training, affine=weight is not None, running=(running_mean, running_var))
 
 
 # ------------------------------------------------------------ unfold / fold

@@ -74,7 +74,8 @@ class Op:
     """One differentiable operation, declared once.
 
     `forward(*arrays, **attrs)` returns the output array, or `(output, extras)`
-    where `extras` are intermediate arrays the backward needs (masks, indices).
+    where `extras` are intermediate arrays the backward needs (masks, indices), or
+    non-differentiable tensors saved with their version (batch norm's running stats).
     `saves` names what the node keeps: input positions, "out", or extra names;
     a callable receives which inputs need a gradient (PyTorch saves only what
     those gradients use). `backward(ctx, grad)` returns one gradient (or None)
@@ -475,6 +476,9 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.n
             saved[slot] = SavedTensor(t.arr, edge_of(t), t._counter if t._id != -1 else None,
                                       _saved_origin(t, as_view), source=None if as_view or t._id == -1
                                       else t, transposed=as_view)
+        elif isinstance(extras.get(slot), Tensor):  # a non-differentiable tensor, version-checked
+            t = extras[slot]  # (batch norm's running statistics)
+            saved[slot] = SavedTensor(t.arr, None, t._counter, _saved_origin(t), source=t)
         elif slot in extras:  # an optional extra (nll_loss's weight) is saved when given
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
     if STATE.saved_hooks:

@@ -22,3 +22,39 @@ def assert_agrees(engine: Any, torch: Any, fn: Callable[..., Any], shapes: Seque
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     for got, want in zip(run_with_gradients(engine, fn, arrays), run_with_gradients(torch, fn, arrays)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def graph_structure(L: Any, fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> tuple[dict[str, int], int, bool]:
+    """What one forward records on library L: its node classes (how many of each, leaves'
+    AccumulateGrad left out), the tensors it saves (counted by `saved_tensors_hooks`), and
+    whether a second backward through it fails (PyTorch's rule: it saved something)."""
+    ts = [L.tensor(a, requires_grad=True) for a in arrays]
+    packed: list[int] = []
+    with L.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
+        y = fn(L, *ts)
+    counts: dict[str, int] = {}
+    queue, seen = [y.grad_fn], set()
+    while queue:
+        node = queue.pop(0)
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node).__name__ != "AccumulateGrad":
+            counts[type(node).__name__] = counts.get(type(node).__name__, 0) + 1
+        queue.extend(n for n, _ in node.next_functions)
+    loss = y.sum()
+    loss.backward()
+    try:
+        loss.backward()
+    except RuntimeError as exc:
+        if "second time" not in str(exc):
+            raise
+        return counts, len(packed), True
+    return counts, len(packed), False
+
+
+def assert_same_graph(engine: Any, torch: Any, fn: Callable[..., Any], shapes: Sequence[tuple],
+                      seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    assert graph_structure(engine, fn, arrays) == graph_structure(torch, fn, arrays)

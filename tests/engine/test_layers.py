@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agreement import assert_agrees  # tests/engine/agreement.py
+from agreement import assert_agrees, assert_same_graph  # tests/engine/agreement.py
 
 from tapelint_engine import facade as E
 
@@ -41,6 +41,19 @@ CASES = {
     "batch_norm_eval": (lambda L, x, w, b: F(L).batch_norm(x, L.zeros(3) + 0.2, L.ones(3) * 2, w, b,
                                                            False), [(4, 3), (3,), (3,)]),
     "batch_norm_no_affine": (lambda L, x: F(L).batch_norm(x, None, None, training=True), [(5, 2, 3)]),
+    "conv3d": (lambda L, x, w, b: F(L).conv3d(x, w, b, stride=(1, 2, 1), padding=1, dilation=(2, 1, 1)),
+               [(2, 3, 6, 7, 5), (4, 3, 3, 2, 3), (4,)]),
+    "conv3d_grouped_unbatched": (lambda L, x, w: F(L).conv3d(x, w, groups=2), [(4, 4, 4, 4), (2, 2, 2, 3, 2)]),
+    "conv_transpose3d": (lambda L, x, w, b: F(L).conv_transpose3d(x, w, b, stride=2, padding=1,
+                                                                  output_padding=(1, 0, 1)),
+                         [(2, 2, 3, 4, 3), (2, 3, 3, 3, 2), (3,)]),
+    "max_pool3d": (lambda L, x: F(L).max_pool3d(x, 2, padding=(1, 0, 1)), [(2, 3, 5, 6, 5)]),
+    "max_pool3d_ceil": (lambda L, x: F(L).max_pool3d(x, 2, 2, ceil_mode=True), [(1, 2, 5, 5, 4)]),
+    "avg_pool3d": (lambda L, x: F(L).avg_pool3d(x, (2, 3, 2), 1, (1, 1, 0)), [(2, 3, 4, 5, 4)]),
+    "adaptive_avg_pool3d": (lambda L, x: F(L).adaptive_avg_pool3d(x, (2, 1, 3)), [(2, 3, 4, 5, 6)]),
+    "adaptive_avg_pool3d_1": (lambda L, x: F(L).adaptive_avg_pool3d(x, 1), [(2, 3, 4, 5, 6)]),
+    "batch_norm_3d": (lambda L, x, w, b: F(L).batch_norm(x, L.zeros(3), L.ones(3), w, b, True),
+                      [(2, 3, 3, 2, 4), (3,), (3,)]),
 }
 
 
@@ -48,6 +61,14 @@ CASES = {
 def test_layer_agrees_with_pytorch(fresh, name: str) -> None:
     fn, shapes = CASES[name]
     assert_agrees(E, torch, fn, shapes, seed=len(name))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_layer_builds_pytorchs_graph(fresh, name: str) -> None:
+    """Node classes, saved tensors (through saved_tensors_hooks) and the second-backward
+    outcome, against PyTorch run now (the 3-D layers are not in the measured file)."""
+    fn, shapes = CASES[name]
+    assert_same_graph(E, torch, fn, shapes, seed=len(name))
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -77,6 +98,13 @@ def test_second_order_through_convolution(fresh, transposed: bool) -> None:
     (lambda L: L.nn.MaxPool2d(2), (1, 2, 4, 4)),
     (lambda L: L.nn.AvgPool2d(2, 1), (1, 2, 4, 4)),
     (lambda L: L.nn.AdaptiveAvgPool2d((1, 1)), (1, 2, 4, 4)),
+    (lambda L: L.nn.Conv3d(2, 4, (3, 3, 2), stride=2, padding=1), (2, 2, 5, 6, 4)),
+    (lambda L: L.nn.Conv3d(2, 2, 3, padding=1, padding_mode="replicate"), (1, 2, 4, 4, 4)),
+    (lambda L: L.nn.ConvTranspose3d(4, 2, 2, stride=2), (1, 4, 2, 3, 2)),
+    (lambda L: L.nn.BatchNorm3d(3), (4, 3, 2, 2, 2)),
+    (lambda L: L.nn.MaxPool3d(2), (1, 2, 4, 4, 4)),
+    (lambda L: L.nn.AvgPool3d(2, 1), (1, 2, 4, 4, 4)),
+    (lambda L: L.nn.AdaptiveAvgPool3d((1, 2, 2)), (1, 2, 4, 4, 4)),
 ])
 def test_modules_agree(fresh, make, shape) -> None:
     theirs, ours = make(torch), make(E)

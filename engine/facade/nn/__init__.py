@@ -16,16 +16,22 @@ from .attention import (  # noqa: F401
 from .layers import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from .modules import (  # noqa: F401
     ELU,

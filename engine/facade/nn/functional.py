@@ -249,6 +249,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return nn_ops.conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    return nn_ops.conv(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -263,6 +268,13 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                                  dilation, 2)
 
 
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    return nn_ops.conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation, 3)
+
+
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
@@ -271,6 +283,11 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
@@ -285,12 +302,23 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                            divisor_override, 2)
 
 
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Any = None) -> Tensor:
+    return nn_ops.avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                           divisor_override, 3)
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     return nn_ops.adaptive_avg_pool(input, output_size, 1)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     return nn_ops.adaptive_avg_pool(input, output_size, 2)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    return nn_ops.adaptive_avg_pool(input, output_size, 3)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002

@@ -71,6 +71,10 @@ class Conv2d(_ConvNd):
     spatial = 2
 
 
+class Conv3d(_ConvNd):
+    spatial = 3
+
+
 class ConvTranspose1d(_ConvNd):
     spatial, transposed = 1, True
 
@@ -86,7 +90,13 @@ class ConvTranspose2d(ConvTranspose1d):
     spatial = 2
 
 
+class ConvTranspose3d(ConvTranspose1d):
+    spatial = 3
+
+
 class _Pool(Module):
+    spatial = 2
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -94,16 +104,21 @@ class _Pool(Module):
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
 
-class MaxPool1d(_Pool):
     def forward(self, x: Tensor) -> Tensor:
         return nn_ops.max_pool(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                               self.ceil_mode, self.return_indices, 1)
+                               self.ceil_mode, self.return_indices, self.spatial)
+
+
+class MaxPool1d(_Pool):
+    spatial = 1
 
 
 class MaxPool2d(_Pool):
-    def forward(self, x: Tensor) -> Tensor:
-        return nn_ops.max_pool(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                               self.ceil_mode, self.return_indices, 2)
+    spatial = 2
+
+
+class MaxPool3d(_Pool):
+    spatial = 3
 
 
 class _AvgPool(Module):
@@ -128,6 +143,10 @@ class AvgPool2d(_AvgPool):
     spatial = 2
 
 
+class AvgPool3d(_AvgPool):
+    spatial = 3
+
+
 class AdaptiveAvgPool1d(Module):
     spatial = 1
 
@@ -141,6 +160,10 @@ class AdaptiveAvgPool1d(Module):
 
 class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
     spatial = 2
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool1d):
+    spatial = 3
 
 
 class _BatchNorm(Module):
@@ -186,3 +209,7 @@ class BatchNorm1d(_BatchNorm):
 
 class BatchNorm2d(_BatchNorm):
     dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    dims = (5,)
