@@ -117,3 +117,28 @@ def test_transformer_decoder_agrees(fresh, norm_first: bool) -> None:
         results.append([y.detach().numpy(), t.grad.numpy(), s.grad.numpy(),
                         m.layers[1].multihead_attn.in_proj_weight.grad.numpy()])
     _grads_agree(zip(results[1], results[0]))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_transformer_seq2seq_agrees_with_seeded_initialisation(fresh, batch_first: bool) -> None:
+    """nn.Transformer: seeded construction draws PyTorch's parameters (xavier on every
+    matrix after the layers' own init), and forward and gradients agree, with PyTorch's
+    causal mask and padding masks."""
+    src = RNG.standard_normal((2, 5, 8) if batch_first else (5, 2, 8)).astype(np.float32)
+    tgt = RNG.standard_normal((2, 4, 8) if batch_first else (4, 2, 8)).astype(np.float32)
+    src_kpm = np.array([[False] * 5, [False] * 3 + [True] * 2])
+    results = []
+    for L in (torch, E):
+        L.manual_seed(3)
+        model = L.nn.Transformer(8, 2, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=16,
+                                 dropout=0.0, batch_first=batch_first)
+        mask = L.nn.Transformer.generate_square_subsequent_mask(4)
+        s, t = L.tensor(src, requires_grad=True), L.tensor(tgt, requires_grad=True)
+        y = model(s, t, tgt_mask=mask, src_key_padding_mask=L.tensor(src_kpm),
+                  memory_key_padding_mask=L.tensor(src_kpm))
+        (y * y).sum().backward()
+        results.append([mask.numpy(), model.encoder.layers[1].linear2.weight.detach().numpy(), y.detach().numpy(),
+                        s.grad.numpy(), t.grad.numpy(), model.decoder.layers[0].self_attn.in_proj_weight.grad.numpy()])
+    names = [n for n, _ in torch.nn.Transformer(8, 2, 1, 1, 16).named_parameters()]
+    assert names == [n for n, _ in E.nn.Transformer(8, 2, 1, 1, 16).named_parameters()]
+    _grads_agree(zip(results[1], results[0]))

@@ -8,6 +8,7 @@ from ...errors import NotSupportedByEngine
 from . import functional, init, packing, utils  # noqa: F401
 from .attention import (  # noqa: F401
     MultiheadAttention,
+    Transformer,
     TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,

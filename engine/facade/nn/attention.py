@@ -14,6 +14,7 @@ from ... import ops, rng
 from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 from . import functional as F
+from . import init
 from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, factory, initialised
 
 
@@ -245,3 +246,47 @@ class TransformerDecoder(Module):
                         memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=bool(tgt_is_causal),
                         memory_is_causal=memory_is_causal)
         return self.norm(out) if self.norm is not None else out
+
+
+class Transformer(Module):
+    """PyTorch's encoder-decoder: its submodules in its order, then xavier_uniform_ on every
+    matrix parameter (so a seeded model draws PyTorch's numbers)."""
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Any = F.relu, custom_encoder: Any = None, custom_decoder: Any = None,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        factory("torch.nn.Transformer", device, dtype)
+        args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias)
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
+            TransformerEncoderLayer(*args), num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
+            TransformerDecoderLayer(*args), num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        for p in self.parameters():
+            if p.arr.ndim > 1:
+                init.xavier_uniform_(p)
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
+                src_is_causal: bool | None = None, tgt_is_causal: bool | None = None,
+                memory_is_causal: bool = False) -> Tensor:
+        batch = 0 if self.batch_first else 1
+        if src.arr.ndim == 3 and src.arr.shape[batch] != tgt.arr.shape[batch]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.arr.shape[-1] != self.d_model or tgt.arr.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
+        factory("torch.nn.Transformer.generate_square_subsequent_mask", device, dtype)
+        return Tensor(np.triu(np.full((sz, sz), -np.inf, np.float32), 1))
