@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import ops
+from . import ops, resample
 from .errors import NotSupportedByEngine
 from .ops import const
 from .tape import Op, Tensor, apply, named
@@ -354,7 +354,7 @@ def avg_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,
 
 def adaptive_avg_pool(x: Tensor, output_size: Any, spatial: int) -> Tensor:
     """Output size 1 is a mean (PyTorch lowers it so: nothing saved); sizes that divide
-    the input are an average pool; others are not modelled."""
+    the input are an average pool; others average overlapping windows (a map per dim)."""
     if spatial == 1:
         return _in_2d(adaptive_avg_pool, x, _lift(output_size, 1))
     x, squeeze = _batched(x, spatial)
@@ -362,8 +362,8 @@ def adaptive_avg_pool(x: Tensor, output_size: Any, spatial: int) -> Tensor:
     out = tuple(s if o is None else o for o, s in zip(sizes(output_size, spatial), size))
     if all(o == 1 for o in out):
         return _unbatched(ops.mean(x, tuple(range(2, 2 + spatial)), keepdim=True), squeeze)
-    if any(s % o for s, o in zip(size, out)):
-        raise NotSupportedByEngine("adaptive_avg_pool with an output size that does not divide the input")
+    if any(s % o for s, o in zip(size, out)):  # overlapping windows of varying size
+        return _unbatched(resample.adaptive_avg_pool(x, out, f"AdaptiveAvgPool{spatial}DBackward0"), squeeze)
     k = tuple(s // o for s, o in zip(size, out))
     geo = _geometry(spatial, k, k, 0, 1, 1)
     return _unbatched(apply(_pool(ADAPTIVE_AVG_POOL, spatial), x, k=k, geo=geo, spatial=spatial), squeeze)

@@ -2,11 +2,11 @@
 
 `F.pad(mode="reflect"|"replicate"|"circular")` gathers the input at mirrored,
 clamped or wrapped positions (its backward scatters back); `F.interpolate`
-in modes nearest/linear/bilinear multiplies each spatial dim by a fixed
-matrix. The backward is the transposed map, an op of its own whose backward
+in modes nearest/linear/bilinear/trilinear/bicubic, and adaptive average
+pooling (which `mode="area"` is), multiply each spatial dim by a fixed matrix. The backward is the transposed map, an op of its own whose backward
 is the forward map again, so `create_graph` records it. As measured on PyTorch
 2.13: interpolation nodes save no tensor (a second backward passes), padding
-nodes save their input (it fails).
+and adaptive pooling nodes save their input (it fails).
 """
 
 from __future__ import annotations
@@ -83,7 +83,25 @@ def pad(x: Tensor, widths: Sequence[int], mode: str) -> Tensor:
 
 # ------------------------------------------------------------- interpolation
 
-_MODES = {"nearest": ("Nearest", 0), "linear": ("Linear", 1), "bilinear": ("Bilinear", 2)}
+_MODES = {"nearest": ("Nearest", 0), "linear": ("Linear", 1), "bilinear": ("Bilinear", 2),
+          "trilinear": ("Trilinear", 3), "bicubic": ("Bicubic", 2), "area": ("", 0)}
+_CUBIC_A = -0.75  # PyTorch's bicubic kernel
+
+
+def adaptive_mean(n_in: int, n_out: int) -> np.ndarray:
+    """Adaptive average pooling along one dim: output i averages input
+    [floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))."""
+    m = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        lo, hi = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+def adaptive_avg_pool(x: Tensor, out: Sequence[int], node: str) -> Tensor:
+    """Any output size, as a map per spatial dim; PyTorch's node saves the input."""
+    maps = tuple(adaptive_mean(i, o).astype(x.arr.dtype) for i, o in zip(x.arr.shape[-len(out):], out))
+    return apply(named(SAVING_MAP, node), x, maps=maps)
 
 
 def _nearest(n_in: int, n_out: int, scale: float) -> np.ndarray:
@@ -108,6 +126,30 @@ def _linear(n_in: int, n_out: int, scale: float, align_corners: bool) -> np.ndar
     return m
 
 
+def _cubic(n_in: int, n_out: int, scale: float, align_corners: bool) -> np.ndarray:
+    """Cubic convolution (A = -0.75) on four taps, clamped at the borders, from source
+    positions that (unlike linear's) are not clamped at 0."""
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    base = np.floor(src).astype(np.int64)
+    t = src - base
+    a = _CUBIC_A
+
+    def near(d: np.ndarray) -> np.ndarray:
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d: np.ndarray) -> np.ndarray:
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    m = np.zeros((n_out, n_in))
+    for offset, weight in zip((-1, 0, 1, 2), (far(t + 1), near(t), near(1 - t), far(2 - t))):
+        np.add.at(m, (np.arange(n_out), np.clip(base + offset, 0, n_in - 1)), weight)
+    return m
+
+
 def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
@@ -116,7 +158,7 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     spatial = x.arr.ndim - 2
     if _MODES[mode][1] not in (0, spatial):
         raise ValueError(f"Got {x.arr.ndim}D input, but {mode} mode needs {_MODES[mode][1] + 2}D input")
-    if mode == "nearest" and align_corners is not None:
+    if mode in ("nearest", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     sizes_in = x.arr.shape[2:]
@@ -127,7 +169,17 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
         factors = (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
         sizes_out = tuple(int(math.floor(i * f)) for i, f in zip(sizes_in, factors))
         scales = [i / o if recompute_scale_factor else 1 / f for i, o, f in zip(sizes_in, sizes_out, factors)]
-    maps = tuple((_nearest(i, o, s) if mode == "nearest" else _linear(i, o, s, bool(align_corners)))
-                 .astype(x.arr.dtype) for i, o, s in zip(sizes_in, sizes_out, scales))
+    if mode == "area":  # PyTorch runs adaptive average pooling to the output size
+        from . import nn_ops  # nn_ops pools through this module's maps
+
+        return nn_ops.adaptive_avg_pool(x, sizes_out, spatial)
+    maps = tuple(_map(mode, i, o, s, bool(align_corners)).astype(x.arr.dtype)
+                 for i, o, s in zip(sizes_in, sizes_out, scales))
     node = f"Upsample{_MODES[mode][0]}{spatial}DBackward0"
     return apply(named(LINEAR_MAP, node), x, maps=maps)
+
+
+def _map(mode: str, n_in: int, n_out: int, scale: float, align_corners: bool) -> np.ndarray:
+    if mode == "nearest":
+        return _nearest(n_in, n_out, scale)
+    return (_cubic if mode == "bicubic" else _linear)(n_in, n_out, scale, align_corners)

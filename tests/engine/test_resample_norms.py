@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agreement import assert_agrees
+from agreement import assert_agrees, assert_same_graph
 
 from tapelint_engine import facade as E
 from tapelint_engine.errors import NotSupportedByEngine
@@ -103,3 +103,30 @@ def test_norm_modules_agree(fresh) -> None:
         a, b = getattr(torch.nn, name)(*args), getattr(E.nn, name)(*args)
         np.testing.assert_allclose(b(E.tensor(x)).detach().numpy(), a(torch.tensor(x)).detach().numpy(),
                                    rtol=1e-4, atol=1e-5)
+
+
+def _interp(mode: str, **kw):
+    return lambda L, x: L.nn.functional.interpolate(x, mode=mode, **kw)
+
+
+RESAMPLE_CASES = {
+    "bicubic_up": (_interp("bicubic", scale_factor=2), (2, 3, 4, 5)),
+    "bicubic_down_aligned": (_interp("bicubic", size=(3, 4), align_corners=True), (1, 2, 7, 6)),
+    "bicubic_odd": (_interp("bicubic", size=(5, 9)), (1, 2, 3, 4)),
+    "trilinear": (_interp("trilinear", scale_factor=(2, 1.5, 2)), (1, 2, 3, 4, 2)),
+    "trilinear_aligned": (_interp("trilinear", size=(2, 5, 3), align_corners=True), (1, 2, 3, 4, 2)),
+    "nearest_3d": (_interp("nearest", size=(4, 3, 5)), (1, 2, 2, 3, 2)),
+    "area_2d": (_interp("area", size=(3, 2)), (2, 3, 7, 5)),
+    "area_1d": (_interp("area", size=4), (2, 3, 10)),
+    "area_3d": (_interp("area", scale_factor=0.5), (1, 2, 4, 6, 4)),
+    "adaptive_avg_pool2d_uneven": (lambda L, x: L.nn.functional.adaptive_avg_pool2d(x, (3, 5)), (2, 2, 7, 8)),
+    "adaptive_avg_pool3d_uneven": (lambda L, x: L.nn.functional.adaptive_avg_pool3d(x, (2, 3, 2)), (1, 2, 5, 4, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESAMPLE_CASES))
+def test_bicubic_trilinear_area_and_uneven_pooling_agree(fresh, name: str) -> None:
+    """Values, gradients, node classes and saved tensors as PyTorch's, run now."""
+    fn, shape = RESAMPLE_CASES[name]
+    assert_agrees(E, torch, fn, [shape], seed=len(name))
+    assert_same_graph(E, torch, fn, [shape], seed=len(name))
