@@ -580,7 +580,7 @@ METHODS: dict[str, Any] = {
     "topk": topk, "sort": sort, "argsort": argsort, "cumprod": tensor_ops.cumprod,
     "scatter_add": tensor_ops.scatter_add, "index_add": tensor_ops.index_add,
     "unfold": tensor_ops.unfold, "tril": tensor_ops.tril, "triu": tensor_ops.triu,
-    "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma,
+    "lgamma": tensor_ops.lgamma, "digamma": tensor_ops.digamma, "xlogy": tensor_ops.xlogy,
     "scatter_add_": lambda self, dim, index, src: apply_inplace(
         tensor_ops.SCATTER_ADD, self, ops.cast(src, self.arr.dtype), dim=dim % self.arr.ndim,
         idx=index.arr.astype(np.int64)),

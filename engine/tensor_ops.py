@@ -234,6 +234,35 @@ def digamma(a: Tensor) -> Tensor:
     return apply(DIGAMMA, ops._float(a))
 
 
+# ----------------------------------------------------------------------- xlogy
+
+
+def _xlogy_np(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(a == 0, np.zeros((), a.dtype), a * np.log(b))
+    return np.where(np.isnan(b), b, out).astype(a.dtype)
+
+
+def _xlogy_bwd(c: Any, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    """d/da = xlogy(a != 0, b), d/db = a / b (PyTorch's formulas)."""
+    a, b = c.saved[0], c.saved[1]
+    ga = gb = None
+    if c.needs[0]:
+        ga = ops.sum_to(g * apply(XLOGY, ops.const((a.arr != 0).astype(a.arr.dtype)), b), c.shapes[0])
+    if c.needs[1]:
+        gb = ops.sum_to(g * a / b, c.shapes[1])
+    return ga, gb
+
+
+XLOGY: Op = Op("Xlogy", _xlogy_np, _xlogy_bwd, (0, 1), node="XlogyBackward0")
+
+
+def xlogy(a: Any, b: Any) -> Tensor:
+    """a * log(b), 0 where a == 0 (the distributions' log densities use it)."""
+    x, y = ops._float_operands(a, b)
+    return apply(XLOGY, x, y)
+
+
 # ------------------------------------------------------------------ tril, triu
 
 

@@ -265,6 +265,7 @@ detach = M["detach"]
 einsum, cumprod, cdist = tensor_ops.einsum, tensor_ops.cumprod, tensor_ops.cdist
 scatter_add, index_add = tensor_ops.scatter_add, tensor_ops.index_add
 lgamma, digamma, tril, triu = tensor_ops.lgamma, tensor_ops.digamma, tensor_ops.tril, tensor_ops.triu
+xlogy = tensor_ops.xlogy
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
 

@@ -1,5 +1,6 @@
 """`torch.distributions`: Normal, Categorical, Bernoulli, MultivariateNormal (diagonal
-covariance), Beta, and `kl_divergence` between two Normals or two Categoricals.
+covariance), Beta, Gamma, Dirichlet, Uniform, Independent, and `kl_divergence`
+between two Normals or two Categoricals.
 
 Each follows PyTorch's own formulas, so the graph a program builds is the one
 PyTorch builds: in particular `Categorical(logits=...)` normalises its logits in
@@ -330,6 +331,99 @@ class Beta(Distribution):
         a, b = self.concentration1, self.concentration0
         dg = tensor_ops.digamma
         return self._log_beta() - (a - 1) * dg(a) - (b - 1) * dg(b) + (a + b - 2) * dg(a + b)
+
+
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _no_implicit_gradient(name: str, concentration: Tensor) -> None:
+    """PyTorch differentiates a gamma draw in its concentration by an implicit
+    reparameterisation the engine does not model: refused, never approximated."""
+    if concentration.requires_grad and STATE.grad_enabled:
+        raise NotSupportedByEngine(f"torch.distributions.{name}.rsample with a concentration that requires grad")
+
+
+class Gamma(Distribution):
+    """Samples come from the numpy stream (reproducible, not PyTorch's values); `rsample`
+    is differentiable in `rate` (value = standard gamma draw / rate)."""
+
+    has_rsample = True
+
+    def __init__(self, concentration: Any, rate: Any, validate_args: Any = None) -> None:
+        self.concentration, self.rate = _broadcast_all(concentration, rate)
+        super().__init__(self.concentration.arr.shape)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.concentration / self.rate
+
+    @property
+    def mode(self) -> Tensor:
+        return ops.clamp((self.concentration - 1) / self.rate, min=0)
+
+    @property
+    def variance(self) -> Tensor:
+        return self.concentration / ops.pow(self.rate, 2)
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        _no_implicit_gradient("Gamma", self.concentration)
+        shape = self._extended(sample_shape)
+        draw = rng.other().standard_gamma(np.broadcast_to(self.concentration.arr, shape))
+        value = ops.const(draw.astype(self.concentration.arr.dtype)) / ops.expand(self.rate, shape)
+        value.arr[...] = np.maximum(value.arr, _TINY)  # PyTorch clamps the draw (detached) in place,
+        value._counter[0] += 1  # which bumps its version
+        return value
+
+    def log_prob(self, value: Any) -> Tensor:
+        a, r = self.concentration, self.rate
+        v = _tensor(value)
+        return tensor_ops.xlogy(a, r) + tensor_ops.xlogy(a - 1, v) - r * v - tensor_ops.lgamma(a)
+
+    def entropy(self) -> Tensor:
+        a = self.concentration
+        return a - ops.log(self.rate) + tensor_ops.lgamma(a) + (1.0 - a) * tensor_ops.digamma(a)
+
+
+class Dirichlet(Distribution):
+    """Samples (normalised gamma draws) come from the numpy stream; log_prob and entropy
+    follow PyTorch's formulas, so a policy's gradient flows through log_prob."""
+
+    has_rsample = True
+
+    def __init__(self, concentration: Any, validate_args: Any = None) -> None:
+        self.concentration = _tensor(concentration)
+        if self.concentration.arr.ndim < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        super().__init__(self.concentration.arr.shape[:-1], self.concentration.arr.shape[-1:])
+
+    @property
+    def mean(self) -> Tensor:
+        return self.concentration / ops.sum(self.concentration, -1, keepdim=True)
+
+    @property
+    def variance(self) -> Tensor:
+        a = self.concentration
+        a0 = ops.sum(a, -1, keepdim=True)
+        return a * (a0 - a) / (ops.pow(a0, 2) * (a0 + 1))
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        _no_implicit_gradient("Dirichlet", self.concentration)
+        shape = self._extended(sample_shape)
+        draw = rng.other().standard_gamma(np.broadcast_to(self.concentration.arr, shape))
+        value = draw / draw.sum(-1, keepdims=True)
+        return Tensor(np.maximum(value, _TINY).astype(self.concentration.arr.dtype))
+
+    def log_prob(self, value: Any) -> Tensor:
+        a = self.concentration
+        return (ops.sum(tensor_ops.xlogy(a - 1.0, _tensor(value)), -1) + tensor_ops.lgamma(ops.sum(a, -1))
+                - ops.sum(tensor_ops.lgamma(a), -1))
+
+    def entropy(self) -> Tensor:
+        a = self.concentration
+        k = a.arr.shape[-1]
+        a0 = ops.sum(a, -1)
+        return (ops.sum(tensor_ops.lgamma(a), -1) - tensor_ops.lgamma(a0) - (k - a0) * tensor_ops.digamma(a0)
+                - ops.sum((a - 1.0) * tensor_ops.digamma(a), -1))
 
 
 class Uniform(Distribution):

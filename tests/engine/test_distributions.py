@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tapelint_engine import facade as E
+from tapelint_engine.errors import NotSupportedByEngine
 
 torch = pytest.importorskip("torch")
 
@@ -42,6 +43,16 @@ CASES = {
                                    + D.Uniform(a, a + b.exp()).variance.sum()),
     "independent_normal": lambda D, L, a, b: (D.Independent(D.Normal(a, b.exp()), 1).log_prob(L.tensor(VALUE)).sum()
                                               + D.Independent(D.Normal(a, b.exp()), 1).entropy().sum()),
+    "gamma": lambda D, L, a, b: (D.Gamma(a.exp(), b.exp()).log_prob(L.tensor(UNIT * 3)).sum()
+                                 + D.Gamma(a.exp(), b.exp()).entropy().sum()
+                                 + (D.Gamma(a.exp(), b.exp()).variance + D.Gamma(a.exp(), b.exp()).mean).sum()),
+    "gamma_scalar_rate": lambda D, L, a, b: D.Gamma(a.exp() + 1, 2.0).log_prob(b.exp()).sum(),
+    "gamma_mode": lambda D, L, a, b: D.Gamma(a.exp() + 0.5, b.exp()).mode.sum(),
+    "dirichlet": lambda D, L, a, b: (D.Dirichlet(a.exp()).log_prob(L.tensor(UNIT / UNIT.sum(-1, keepdims=True))).sum()
+                                     + D.Dirichlet(a.exp()).entropy().sum()
+                                     + (D.Dirichlet(b.exp()).variance * D.Dirichlet(b.exp()).mean).sum()),
+    "dirichlet_value_grad": lambda D, L, a, b: D.Dirichlet(a.exp()).log_prob(b.softmax(-1)).sum(),
+    "xlogy": lambda D, L, a, b: L.xlogy(a * (a > 0), b.exp()).sum() + a.xlogy(b.exp()).sum(),
 }
 
 
@@ -123,3 +134,24 @@ def test_categorical_sample_frequencies(fresh) -> None:
     probs = E.tensor([0.1, 0.6, 0.3])
     draws = E.distributions.Categorical(probs=probs).sample((20000,)).numpy()
     np.testing.assert_allclose(np.bincount(draws, minlength=3) / 20000, [0.1, 0.6, 0.3], atol=0.02)
+
+
+def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
+    """Samples have PyTorch's shapes, support and moments (their values come from the
+    numpy stream); Gamma.rsample is differentiable in the rate as PyTorch's is
+    (value = draw / rate), and refuses a concentration that requires grad."""
+    for L in (E, torch):
+        L.manual_seed(0)
+        D = L.distributions
+        g = D.Gamma(L.full((2, 3), 2.5), L.full((3,), 2.0)).sample((4000,))
+        d = D.Dirichlet(L.tensor([1.0, 2.0, 5.0])).sample((4000,))
+        assert tuple(g.shape) == (4000, 2, 3) and tuple(d.shape) == (4000, 3) and not g.requires_grad
+        np.testing.assert_allclose(g.mean().item(), 1.25, rtol=0.05)
+        np.testing.assert_allclose(d.mean(0).numpy(), [0.125, 0.25, 0.625], atol=0.02)
+        np.testing.assert_allclose(d.sum(-1).numpy(), 1.0, rtol=1e-5)
+        rate = L.full((3,), 2.0, requires_grad=True)
+        s = D.Gamma(L.full((3,), 3.0), rate).rsample()
+        s.sum().backward()
+        np.testing.assert_allclose(rate.grad.numpy(), -(s.detach() / rate.detach()).numpy(), rtol=1e-5)
+    with pytest.raises(NotSupportedByEngine, match="concentration that requires grad"):
+        E.distributions.Gamma(E.ones(3, requires_grad=True), 1.0).rsample()
