@@ -297,7 +297,8 @@ def broadcast_tensors(*ts: _Tensor) -> tuple[_Tensor, ...]:
 
 # --------------------------------------------------------------- submodules
 
-from . import autograd, cuda, distributions, linalg, nn, optim, utils  # noqa: E402
+from . import autograd, cuda, distributions, func, linalg, nn, optim, utils  # noqa: E402
+vmap = func.vmap
 from .nn import functional as _functional  # noqa: E402,F401
 
 
@@ -313,10 +314,10 @@ SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
               "nn.utils": "nn.utils", "nn.utils.rnn": "nn.packing", "optim": "optim",
               "optim.lr_scheduler": "lr_scheduler",
-              "utils": "utils", "utils.data": "data", "distributions": "distributions",
+              "utils": "utils", "utils.data": "data", "distributions": "distributions", "func": "func",
               **{f"distributions.{m}": "distributions" for m in
                  ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
-                  "one_hot_categorical", "uniform", "independent")}}
+                  "one_hot_categorical", "uniform", "independent", "gamma", "dirichlet")}}
 
 
 class _Unsupported(MetaPathFinder):
