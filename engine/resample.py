@@ -3,8 +3,9 @@
 `F.pad(mode="reflect"|"replicate"|"circular")` gathers the input at mirrored,
 clamped or wrapped positions (its backward scatters back); `F.interpolate`
 in modes nearest/linear/bilinear/trilinear/bicubic, and adaptive average
-pooling (which `mode="area"` is), multiply each spatial dim by a fixed matrix. The backward is the transposed map, an op of its own whose backward
-is the forward map again, so `create_graph` records it. As measured on PyTorch
+pooling (which `mode="area"` is), multiply each spatial dim by a fixed matrix.
+The backward is the transposed map, an op of its own whose backward is the
+forward map again, so `create_graph` records it. As measured on PyTorch
 2.13: interpolation nodes save no tensor (a second backward passes), padding
 and adaptive pooling nodes save their input (it fails).
 """

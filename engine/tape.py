@@ -455,7 +455,7 @@ def _saved_origin(t: Tensor, as_view: bool = False) -> str:
     return ", which is output 0 of AsStrided," if view and t.requires_grad else _origin(t)
 
 
-def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.ndarray],
+def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any],
            attrs: dict[str, Any], fresh: bool = False) -> Tensor:
     """Attach a node for `op` to `out` if grad mode is on and an input is tracked."""
     if not STATE.grad_enabled:
@@ -476,9 +476,8 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, np.n
             saved[slot] = SavedTensor(t.arr, edge_of(t), t._counter if t._id != -1 else None,
                                       _saved_origin(t, as_view), source=None if as_view or t._id == -1
                                       else t, transposed=as_view)
-        elif isinstance(extras.get(slot), Tensor):  # a non-differentiable tensor, version-checked
-            t = extras[slot]  # (batch norm's running statistics)
-            saved[slot] = SavedTensor(t.arr, None, t._counter, _saved_origin(t), source=t)
+        elif isinstance(kept := extras.get(slot), Tensor):  # not differentiated, but version-checked
+            saved[slot] = SavedTensor(kept.arr, None, kept._counter, _saved_origin(kept), source=kept)
         elif slot in extras:  # an optional extra (nll_loss's weight) is saved when given
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
     if STATE.saved_hooks:

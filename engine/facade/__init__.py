@@ -298,8 +298,9 @@ def broadcast_tensors(*ts: _Tensor) -> tuple[_Tensor, ...]:
 # --------------------------------------------------------------- submodules
 
 from . import autograd, cuda, distributions, func, linalg, nn, optim, utils  # noqa: E402
-vmap = func.vmap
 from .nn import functional as _functional  # noqa: E402,F401
+
+vmap = func.vmap
 
 
 def __getattr__(name: str) -> Any:
