@@ -571,7 +571,7 @@ METHODS: dict[str, Any] = {
     "clamp_min": lambda self, m: ops.clamp(self, min=m, node="ClampMinBackward0"),
     "clamp_max": lambda self, m: ops.clamp(self, max=m, node="ClampMaxBackward0"),
     "maximum": ops.maximum, "minimum": ops.minimum,
-    "matmul": matmul, "mm": matmul, "bmm": matmul, "dot": matmul,
+    "matmul": matmul, "mm": matmul, "bmm": ops.bmm, "dot": matmul,
     # reductions
     "sum": ops.sum, "mean": ops.mean, "var": ops.var, "std": ops.std, "norm": ops.norm,
     "max": _extreme(True), "min": _extreme(False), "amax": _amax(True), "amin": _amax(False),

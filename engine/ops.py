@@ -731,7 +731,41 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if x.arr.ndim > 2 and y.arr.ndim == 2 and tape.STATE.semantics == "torch":  # PyTorch folds the batch
         flat = matmul(reshape(x, (-1, x.arr.shape[-1])), y)
         return reshape(flat, x.arr.shape[:-1] + y.arr.shape[-1:], "UnsafeViewBackward0")
+    if x.arr.ndim > 2 and y.arr.ndim > 2 and tape.STATE.semantics == "torch":
+        return _batched_matmul(x, y)
     return apply(named(MATMUL, _matmul_node(x.arr.ndim, y.arr.ndim)), x, y)
+
+
+def _batched_matmul(x: Tensor, y: Tensor) -> Tensor:
+    """PyTorch's batched product: both operands expanded to the broadcast batch (an Expand
+    node even when nothing broadcasts), viewed as 3-D, one Bmm, the result viewed back."""
+    batch = np.broadcast_shapes(x.arr.shape[:-2], y.arr.shape[:-2])
+    out = bmm(_folded(x, batch), _folded(y, batch))
+    return reshape(out, batch + out.arr.shape[-2:], "UnsafeViewBackward0")
+
+
+def _folded(t: Tensor, batch: tuple) -> Tensor:
+    """`t` expanded to `batch` and reshaped to 3-D: a view when the expanded batch dims
+    merge (their strides line up), else a copy, as PyTorch's reshape decides."""
+    shape = batch + t.arr.shape[-2:]
+    expanded = apply(EXPAND, t, shape=shape)
+    lead = (1,) * (len(shape) - t.arr.ndim) + t.arr.shape
+    contiguous = [int(np.prod(lead[i + 1:])) for i in range(len(lead))]
+    strides = [0 if lead[i] == 1 and shape[i] != 1 else contiguous[i] for i in range(len(shape))]
+    kept = [i for i in range(len(batch)) if shape[i] != 1]
+    mergeable = all(strides[a] == strides[b] * shape[b] for a, b in zip(kept, kept[1:]))
+    folded = (int(np.prod(batch)),) + t.arr.shape[-2:]
+    if mergeable:
+        return reshape(expanded, folded)
+    return reshape(clone(expanded), folded, "UnsafeViewBackward0")
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """`torch.bmm`: one Bmm node (its operands are 3-D already)."""
+    x, y = operands(a, b)
+    if x.arr.ndim != 3 or y.arr.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if x.arr.ndim != 3 else "batch2 must be a 3D tensor")
+    return apply(named(MATMUL, "BmmBackward0"), x, y)
 
 
 def _matmul_node(nx: int, ny: int) -> str:

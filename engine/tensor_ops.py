@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
+from . import ops, tape
 from .errors import NotSupportedByEngine
 from .tape import Op, Tensor, apply
 
@@ -76,7 +76,17 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     tensors = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) \
         else list(operands)
     terms, out = _parse(equation, [t.arr.ndim for t in tensors])
+    if len(tensors) == 1 and len(set(terms[0])) == len(terms[0]) and tape.STATE.semantics == "torch":
+        return _one_operand(terms[0], out, tensors[0])
     return einsum_explicit(terms, out, tensors)
+
+
+def _one_operand(term: str, out: str, x: Tensor) -> Tensor:
+    """PyTorch's lowering of a one-operand einsum: a permute (always recorded) that puts the
+    output's letters first, then a sum over the others."""
+    summed = [ch for ch in term if ch not in out]
+    moved = ops.permute(x, [term.index(ch) for ch in out] + [term.index(ch) for ch in summed])
+    return ops.sum(moved, tuple(range(len(out), len(term)))) if summed else moved
 
 
 # --------------------------------------------------------------------- cumprod

@@ -251,7 +251,8 @@ argmax, argmin, topk, sort, argsort = M["argmax"], M["argmin"], M["topk"], M["so
 all, any = M["all"], M["any"]  # noqa: A001
 eq, ne, gt, ge, lt, le = M["eq"], M["ne"], M["gt"], M["ge"], M["lt"], M["le"]
 isnan, isfinite, equal = M["isnan"], M["isfinite"], M["equal"]
-matmul = mm = bmm = dot = ops.matmul
+matmul = mm = dot = ops.matmul
+bmm = ops.bmm
 reshape, flatten, unflatten, squeeze = M["reshape"], M["flatten"], M["unflatten"], M["squeeze"]
 unsqueeze, transpose, swapaxes, permute, t = (ops.unsqueeze, ops.transpose, ops.transpose,
                                               M["permute"], M["t"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agreement import assert_agrees  # tests/engine/agreement.py
+from agreement import assert_agrees, assert_same_graph  # tests/engine/agreement.py
 
 from tapelint_engine import facade as E
 
@@ -58,3 +58,27 @@ def test_single_operand_einsum_saves_nothing(fresh) -> None:
         y.backward()
         with pytest.raises(RuntimeError, match="second time"):
             y.backward()
+
+
+GRAPH_CASES = {  # node classes and saved tensors as PyTorch's, run now
+    "matmul_3d_3d": (lambda L, a, b: a @ b, [(2, 4, 5), (2, 5, 3)]),
+    "matmul_4d_4d": (lambda L, a, b: L.matmul(a, b), [(2, 3, 4, 5), (2, 3, 5, 2)]),
+    "matmul_4d_3d_broadcast": (lambda L, a, b: a @ b, [(2, 3, 4, 5), (3, 5, 2)]),
+    "matmul_3d_2d": (lambda L, a, b: a @ b, [(2, 4, 5), (5, 3)]),
+    "matmul_broadcast_inner": (lambda L, a, b: a @ b, [(2, 1, 4, 5), (2, 3, 5, 2)]),
+    "matmul_broadcast_outer": (lambda L, a, b: a @ b, [(1, 3, 4, 5), (2, 3, 5, 2)]),
+    "bmm": (lambda L, a, b: L.bmm(a, b) + a.bmm(b), [(2, 4, 5), (2, 5, 3)]),
+    "einsum_sum": (lambda L, a: L.einsum("ij->i", a), [(3, 4)]),
+    "einsum_transpose": (lambda L, a: L.einsum("ij->ji", a), [(3, 4)]),
+    "einsum_identity": (lambda L, a: L.einsum("ijk->ijk", a), [(2, 3, 4)]),
+    "einsum_total": (lambda L, a: L.einsum("ijk->", a), [(2, 3, 4)]),
+    "einsum_reorder_sum": (lambda L, a: L.einsum("ijk->kj", a), [(2, 3, 4)]),
+    "einsum_ellipsis_sum": (lambda L, a: L.einsum("...j->...", a), [(2, 3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH_CASES))
+def test_products_and_one_operand_einsum_build_pytorchs_graph(fresh, name: str) -> None:
+    fn, shapes = GRAPH_CASES[name]
+    assert_agrees(E, torch, fn, shapes, seed=len(name))
+    assert_same_graph(E, torch, fn, shapes, seed=len(name))
