@@ -150,9 +150,23 @@ NLL_LOSS = Op("NllLoss", _nll_fwd, _nll_bwd, (0, "target", "total_weight", "weig
 
 def nll_loss(logp: Tensor, target: np.ndarray, weight: Tensor | None, ignore_index: int,
              reduction: str) -> Tensor:
+    if (logp.arr.ndim == 3 or logp.arr.ndim > 4) and pytorch_graph():
+        return _nll_loss_nd(logp, target, weight, ignore_index, reduction)
     op = named(NLL_LOSS, "NllLoss2DBackward0") if logp.arr.ndim == 4 else NLL_LOSS
     return apply(op, logp, target=target.astype(np.int64), weight=_array(weight),
                  ignore_index=ignore_index, reduction=reduction)
+
+
+def _nll_loss_nd(logp: Tensor, target: np.ndarray, weight: Tensor | None, ignore_index: int,
+                 reduction: str) -> Tensor:
+    """PyTorch's nll_loss_nd for 3-D and >4-D inputs: the (contiguous) input viewed as
+    (N, C, 1, -1), the 2-D loss, and an unreduced result viewed back to the target's shape."""
+    n, c = logp.arr.shape[:2]
+    flat = logp if logp.arr.flags.c_contiguous else ops.clone(logp)
+    out = apply(named(NLL_LOSS, "NllLoss2DBackward0"), ops.reshape(flat, (n, c, 1, -1)),
+                target=target.astype(np.int64).reshape(n, 1, -1), weight=_array(weight),
+                ignore_index=ignore_index, reduction=reduction)
+    return ops.reshape(out, target.shape) if reduction == "none" else out
 
 
 def _bce_fwd(p: np.ndarray, y: np.ndarray, weight: np.ndarray | None,

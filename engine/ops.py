@@ -120,6 +120,9 @@ DIV = _bin(
                   sum_to(-g * c.saved[0] / (c.saved[1] * c.saved[1]), c.shapes[1])
                   if c.needs[1] else None),
     lambda needs: (1, 0) if needs[1] else (1,))
+MUL_SCALAR = Op(  # mul.Scalar, as PyTorch's C++ composites call it: nothing saved
+    "Mul", lambda a, factor: (a * factor).astype(a.dtype), lambda c, g: (g * c.attrs["factor"],), (),
+    node="MulBackward1")
 POW = Op(
     "Pow", np.power,
     lambda c, g: (sum_to(g * c.saved[1] * c.saved[0] ** (c.saved[1] - 1), c.shapes[0])
@@ -561,6 +564,12 @@ def maximum(a: Any, b: Any) -> Tensor:
 
 def minimum(a: Any, b: Any) -> Tensor:
     return apply(MINIMUM, *operands(a, b))
+
+
+def scale(a: Tensor, factor: float) -> Tensor:
+    """`a * factor` as a C++ composite computes it (`MulBackward1`, saving nothing), not as
+    Python's `a * 2` (`MulBackward0`, saving the wrapped scalar)."""
+    return apply(MUL_SCALAR, _float(a), factor=float(factor))
 
 
 def where(cond: Any, a: Any, b: Any, node: str = "") -> Tensor:

@@ -19,7 +19,6 @@ from tapelint_engine import errors, facade, source, tape
 # case -> why the engine's graph differs from PyTorch's
 STRUCTURE_LIMITS = {
     "einsum_mm[x,w]": "PyTorch lowers einsum to permute/view/bmm chains; the engine records one Einsum node",
-    "cross_entropy_ls": "label smoothing is composed differently (PyTorch: MulBackward1, MaskedFill, SumBackward1)",
     "split": "engine nodes have one output: a split is one Slice node per piece, PyTorch's one SplitBackward0",
     "chunk": "engine nodes have one output: a chunk is one Slice node per piece, PyTorch's one SplitBackward0",
     "unbind": "engine nodes have one output: an unbind is one Select node per piece, PyTorch's one UnbindBackward0",

@@ -1,5 +1,7 @@
 """einsum, cumprod, scatter/index adds, unfold, cdist, lgamma/digamma against PyTorch:
-values and gradients at rtol 1e-4."""
+values and gradients at rtol 1e-4; batched products, one-operand einsum and the
+losses PyTorch composes (label smoothing, nll_loss on 3-D and 5-D input) also build
+PyTorch's graph, node for node."""
 
 from __future__ import annotations
 
@@ -69,6 +71,17 @@ GRAPH_CASES = {  # node classes and saved tensors as PyTorch's, run now
     "matmul_broadcast_outer": (lambda L, a, b: a @ b, [(1, 3, 4, 5), (2, 3, 5, 2)]),
     "bmm": (lambda L, a, b: L.bmm(a, b) + a.bmm(b), [(2, 4, 5), (2, 5, 3)]),
     "einsum_sum": (lambda L, a: L.einsum("ij->i", a), [(3, 4)]),
+    "label_smoothing_mean_ignored": (lambda L, a: L.nn.functional.cross_entropy(
+        a, L.tensor([1, -100, 3, 0]), label_smoothing=0.2), [(4, 5)]),
+    "label_smoothing_sum": (lambda L, a: L.nn.functional.cross_entropy(
+        a, L.tensor([1, 2, 3, 0]), label_smoothing=0.1, reduction="sum"), [(4, 5)]),
+    "label_smoothing_none_2d": (lambda L, a: L.nn.functional.cross_entropy(
+        a, L.tensor([[1, 2], [0, 4]]), label_smoothing=0.3, reduction="none", ignore_index=4), [(2, 5, 2)]),
+    "nll_loss_3d": (lambda L, a: L.nn.functional.nll_loss(a, L.tensor([[1, 2, 0], [0, 4, 1]])), [(2, 5, 3)]),
+    "nll_loss_3d_transposed_none": (lambda L, a: L.nn.functional.nll_loss(
+        a.transpose(1, 2), L.tensor([[1, 2, 0], [0, 4, 1]]), reduction="none"), [(2, 3, 5)]),
+    "cross_entropy_5d_sum": (lambda L, a: L.nn.functional.cross_entropy(
+        a, L.zeros(2, 2, 1, 2, dtype=L.int64) + 1, reduction="sum"), [(2, 3, 2, 1, 2)]),
     "einsum_transpose": (lambda L, a: L.einsum("ij->ji", a), [(3, 4)]),
     "einsum_identity": (lambda L, a: L.einsum("ijk->ijk", a), [(2, 3, 4)]),
     "einsum_total": (lambda L, a: L.einsum("ijk->", a), [(2, 3, 4)]),

@@ -463,10 +463,15 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
         return nll
     if weight is not None:
         raise NotSupportedByEngine("cross_entropy with both weight and label_smoothing")
-    valid = (target.arr != ignore_index).astype(input.arr.dtype)
-    smooth = -ops.mean(logp, cdim) * ops.const(valid)
-    smooth = ops.sum(smooth) / float(valid.sum()) if reduction == "mean" else _reduce(smooth, reduction)
-    return nll * (1 - label_smoothing) + smooth * label_smoothing
+    # PyTorch's composition: -sum of the log-probabilities over classes, zero where ignored,
+    # reduced (the mean over the targets not ignored), mixed with the NLL by scalar products
+    ignored = target.arr == ignore_index
+    smooth = ops.where(ignored, 0.0, -ops.sum(logp, cdim), "MaskedFillBackward0")
+    if reduction == "mean":
+        smooth = ops.sum(smooth) / ops.const(np.int64((~ignored).sum()))
+    elif reduction == "sum":
+        smooth = ops.sum(smooth)
+    return ops.scale(nll, 1 - label_smoothing) + ops.scale(smooth, label_smoothing / input.arr.shape[cdim])
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
