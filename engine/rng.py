@@ -83,6 +83,15 @@ class TorchGenerator:
             out[n - 16:] = _box_muller16(self._u24(16).astype(np.float32).reshape(1, 16), mean, std).ravel()
         return out
 
+    def bernoulli_like(self, p: float, like: np.ndarray) -> np.ndarray:
+        """`empty_like(x).bernoulli_(p)`: the mask keeps `like`'s memory layout, so the
+        draws fill it in storage order (a transposed input's mask is drawn transposed)."""
+        order = tuple(int(a) for a in np.argsort([-s for s in like.strides], kind="stable"))
+        if like.flags.c_contiguous or 0 in like.strides:
+            return self.bernoulli_scalar(p, like.shape)
+        stored = self.bernoulli_scalar(p, tuple(like.shape[a] for a in order))
+        return np.transpose(stored, np.argsort(order))
+
     def bernoulli_scalar(self, p: float, shape: tuple) -> np.ndarray:
         """True with probability p, one 53-bit uniform per element."""
         return (self._u53(int(np.prod(shape))) < p).reshape(shape)

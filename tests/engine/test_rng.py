@@ -31,6 +31,10 @@ DRAWS = {
     "bernoulli_double": lambda L: L.bernoulli(L.rand(9, dtype=L.float64)),
     "bernoulli_distribution": lambda L: L.distributions.Bernoulli(probs=L.full((3, 4), 0.6)).sample((2,)),
     "dropout_mask": lambda L: L.nn.functional.dropout(L.ones(5, 8), 0.25),
+    # the mask keeps the input's memory layout: drawn in storage order (an attention
+    # output transposed back to batch_first is dropped so)
+    "dropout_transposed": lambda L: L.nn.functional.dropout(L.arange(24.0).reshape(4, 6).t(), 0.4),
+    "dropout_permuted": lambda L: L.nn.functional.dropout(L.arange(60.0).reshape(3, 4, 5).permute(1, 2, 0), 0.3),
     "multinomial": lambda L: L.multinomial(L.tensor([[0.1, 0.6, 0.3], [2.0, 1.0, 1.0]]), 7, True).float(),
     "multinomial_one": lambda L: L.multinomial(L.tensor([[0.1, 0.6, 0.3, 0.2], [1.0, 0.0, 2.0, 1.0]]), 1).float(),
     "multinomial_without": lambda L: L.multinomial(L.tensor([0.1, 0.6, 0.3, 0.2, 0.5]), 3).float(),
@@ -48,7 +52,8 @@ DRAWS = {
 # Scalar-p Bernoulli masks and exponential keys (single or unreplaced multinomial
 # draws): PyTorch's default CPU kernels, which the engine follows; a build with MKL
 # on an Intel CPU may draw them through MKL instead.
-MKL_ON_INTEL = {"bernoulli_scalar", "dropout_mask", "dropout_then_randn", "multinomial_one",
+MKL_ON_INTEL = {"bernoulli_scalar", "dropout_mask", "dropout_transposed", "dropout_permuted", "dropout_then_randn",
+                "multinomial_one",
                 "multinomial_without", "categorical_one"}
 
 

@@ -132,7 +132,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     if not training or p == 0:
         return x
     only_defaults("torch.nn.functional.dropout", inplace=inplace)
-    keep = rng.generator().bernoulli_scalar(1.0 - p, x.arr.shape)
+    keep = rng.generator().bernoulli_like(1.0 - p, x.arr)
     scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
     return x * ops.const((keep * scale).astype(x.arr.dtype))
 
