@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import dtypes, ops, rng, tensor_ops
+from . import dtypes, ops, rng, tensor_ops, tensor_str
 from .errors import NUMPY_REQUIRES_GRAD, NotSupportedByEngine
 from .tape import STATE, Tensor, apply_inplace
 
@@ -479,15 +479,17 @@ def legacy_new(dt: dtypes.DType, args: tuple, dev: Any = None) -> Tensor:
 
 
 def _repr(self: Tensor) -> str:
-    body = np.array2string(self.arr, separator=", ", precision=4, prefix="tensor(")
-    extras = []
-    if self.arr.dtype not in (np.float32, np.int64, np.bool_):
-        extras.append(f"dtype={dtypes.from_np(self.arr.dtype)!r}")
+    """PyTorch's text for the tensor (`tensor_str`), with its suffixes."""
+    suffixes = []
+    if self.arr.size == 0 and self.arr.ndim != 1:
+        suffixes.append(f"size={tuple(self.arr.shape)}")
+    if self.arr.dtype not in (dtypes.DEFAULT_FLOAT.np, np.int64, np.bool_):
+        suffixes.append(f"dtype={dtypes.from_np(self.arr.dtype)!r}")
     if self._node is not None:
-        extras.append(f"grad_fn=<{self._node.name()}>")
+        suffixes.append(f"grad_fn=<{self._node.name()}>")
     elif self._rg:
-        extras.append("requires_grad=True")
-    return "tensor(" + ", ".join([body] + extras) + ")"
+        suffixes.append("requires_grad=True")
+    return tensor_str.with_suffixes("tensor(" + tensor_str.body(self.arr, len("tensor(")), suffixes, len("tensor("))
 
 
 def _format(self: Tensor, spec: str) -> str:
