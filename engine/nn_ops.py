@@ -19,7 +19,7 @@ import numpy as np
 from . import ops, resample
 from .errors import NotSupportedByEngine
 from .ops import const
-from .tape import Op, Tensor, apply, named
+from .tape import Op, Tensor, apply, named, record
 
 
 @dataclass(frozen=True)
@@ -316,10 +316,17 @@ def _lift(v: Any, height: Any) -> Any:
     return None if v is None or v == [] else (height, sizes(v, 1)[0])
 
 
-def _in_2d(pool: Any, x: Tensor, *params: Any) -> Tensor:
+def _in_2d(pool: Any, x: Tensor, *params: Any) -> Any:
     """A 1-D pool as PyTorch runs it: its 2-D kernel on a height-1 input, between an
-    unsqueeze and a squeeze."""
+    unsqueeze and a squeeze (of the indices too, when returned)."""
     out = pool(ops.unsqueeze(x, -2), *params, 2)
+    if isinstance(out, tuple):
+        values, indices = out
+        return _squeezed(values), Tensor(indices.arr.reshape(values.arr.shape[:-2] + values.arr.shape[-1:]))
+    return _squeezed(out)
+
+
+def _squeezed(out: Tensor) -> Tensor:
     return ops.reshape(out, out.arr.shape[:-2] + out.arr.shape[-1:], "SqueezeBackward1")
 
 
@@ -332,10 +339,14 @@ def max_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any, c
     k, geo = _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
     # ceil_mode's extra windows see -inf beyond the input: they take what they reach of it
     extra = _ceil_extra(x.arr.shape[2:], k, geo) if ceil_mode else (0,) * spatial
-    out = _unbatched(apply(_pool(MAX_POOL, spatial), x, k=k, geo=geo, spatial=spatial, extra=extra), squeeze)
-    if return_indices:
-        raise NotSupportedByEngine("max_pool with return_indices=True")
-    return out
+    op, attrs = _pool(MAX_POOL, spatial), {"k": k, "geo": geo, "spatial": spatial, "extra": extra}
+    values, extras = op.forward(x.arr, **attrs)
+    out = _unbatched(record(op, (x,), Tensor(values), extras, attrs), squeeze)
+    if not return_indices:
+        return out
+    # PyTorch's indices: each winner's flat position in its (unpadded) input plane
+    indices = extras["indices"]
+    return out, Tensor(indices[0] if squeeze else indices)
 
 
 def avg_pool(x: Tensor, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,

@@ -84,7 +84,7 @@ def pad(x: Tensor, widths: Sequence[int], mode: str) -> Tensor:
 
 # ------------------------------------------------------------- interpolation
 
-_MODES = {"nearest": ("Nearest", 0), "linear": ("Linear", 1), "bilinear": ("Bilinear", 2),
+_MODES = {"nearest": ("Nearest", 0), "nearest-exact": ("NearestExact", 0), "linear": ("Linear", 1), "bilinear": ("Bilinear", 2),
           "trilinear": ("Trilinear", 3), "bicubic": ("Bicubic", 2), "area": ("", 0)}
 _CUBIC_A = -0.75  # PyTorch's bicubic kernel
 
@@ -105,8 +105,10 @@ def adaptive_avg_pool(x: Tensor, out: Sequence[int], node: str) -> Tensor:
     return apply(named(SAVING_MAP, node), x, maps=maps)
 
 
-def _nearest(n_in: int, n_out: int, scale: float) -> np.ndarray:
-    src = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
+def _nearest(n_in: int, n_out: int, scale: float, offset: float = 0.0) -> np.ndarray:
+    """Output i copies input floor((i + offset) * scale): offset 0 is "nearest",
+    0.5 (pixel centres) "nearest-exact"."""
+    src = np.minimum(np.floor((np.arange(n_out) + offset) * scale).astype(np.int64), n_in - 1)
     m = np.zeros((n_out, n_in))
     m[np.arange(n_out), src] = 1
     return m
@@ -159,7 +161,7 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     spatial = x.arr.ndim - 2
     if _MODES[mode][1] not in (0, spatial):
         raise ValueError(f"Got {x.arr.ndim}D input, but {mode} mode needs {_MODES[mode][1] + 2}D input")
-    if mode in ("nearest", "area") and align_corners is not None:
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     sizes_in = x.arr.shape[2:]
@@ -181,6 +183,6 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
 
 
 def _map(mode: str, n_in: int, n_out: int, scale: float, align_corners: bool) -> np.ndarray:
-    if mode == "nearest":
-        return _nearest(n_in, n_out, scale)
+    if mode in ("nearest", "nearest-exact"):
+        return _nearest(n_in, n_out, scale, 0.5 if mode == "nearest-exact" else 0.0)
     return (_cubic if mode == "bicubic" else _linear)(n_in, n_out, scale, align_corners)

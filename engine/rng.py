@@ -37,6 +37,7 @@ class TorchGenerator:
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> None:
+        self.seed = int(seed)
         self.bits = np.random.MT19937(0)
         self.bits._legacy_seeding(int(seed) & 0xFFFFFFFF)
         self.next_normal: float | None = None

@@ -209,6 +209,12 @@ def manual_seed(seed: Any) -> None:
     rng.manual_seed(seed)
 
 
+def initial_seed() -> int:
+    """The seed of the default generator (the engine's fixed one until manual_seed;
+    PyTorch draws its own at random per process)."""
+    return rng.generator().seed
+
+
 def get_default_dtype() -> dtypes.DType:
     return dtypes.DEFAULT_FLOAT
 

@@ -150,3 +150,27 @@ def test_embedding_bag_agrees(fresh, mode: str, layout: str) -> None:
         results.append((out.detach().numpy().copy(), bag.weight.grad.numpy().copy()))
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda L: L.nn.MaxPool2d(2, return_indices=True), (2, 3, 6, 5)),
+    (lambda L: L.nn.MaxPool2d(3, 2, padding=1, return_indices=True, ceil_mode=True), (1, 2, 7, 6)),
+    (lambda L: L.nn.MaxPool1d(3, 2, return_indices=True), (2, 3, 9)),
+    (lambda L: L.nn.MaxPool3d(2, return_indices=True), (1, 2, 4, 4, 5)),
+    (lambda L: L.nn.MaxPool2d(2, return_indices=True), (3, 4, 4)),  # unbatched
+])
+def test_max_pool_returns_pytorchs_indices(fresh, make, shape) -> None:
+    """The indices a SegNet-style decoder unpools with: each winner's flat position in
+    its input plane, int64, shaped like the output; the values stay differentiable."""
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    results = []
+    for L in (torch, E):
+        t = L.tensor(x, requires_grad=True)
+        out, idx = make(L)(t)
+        (out * out).sum().backward()
+        results.append((out.detach().numpy(), idx.numpy(), str(idx.dtype), t.grad.numpy()))
+    (ev, ei, ed, eg), (tv, ti, td, tg) = results[1], results[0]
+    np.testing.assert_allclose(ev, tv, rtol=1e-6)
+    np.testing.assert_array_equal(ei, ti)
+    assert ed == td == "torch.int64"
+    np.testing.assert_allclose(eg, tg, rtol=1e-6)

@@ -116,6 +116,8 @@ RESAMPLE_CASES = {
     "trilinear": (_interp("trilinear", scale_factor=(2, 1.5, 2)), (1, 2, 3, 4, 2)),
     "trilinear_aligned": (_interp("trilinear", size=(2, 5, 3), align_corners=True), (1, 2, 3, 4, 2)),
     "nearest_3d": (_interp("nearest", size=(4, 3, 5)), (1, 2, 2, 3, 2)),
+    "nearest_exact_up": (_interp("nearest-exact", scale_factor=1.5), (1, 2, 4, 6)),
+    "nearest_exact_down_1d": (_interp("nearest-exact", size=3), (2, 2, 7)),
     "area_2d": (_interp("area", size=(3, 2)), (2, 3, 7, 5)),
     "area_1d": (_interp("area", size=4), (2, 3, 10)),
     "area_3d": (_interp("area", scale_factor=0.5), (1, 2, 4, 6, 4)),

@@ -117,3 +117,9 @@ def test_a_seeded_training_loop_prints_pytorchs_losses(fresh) -> None:
             seen.append(loss.item())
         losses.append(seen)
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
+def test_initial_seed_is_the_seed_set(fresh) -> None:
+    for L in (torch, E):
+        L.manual_seed(2024)
+        assert L.initial_seed() == 2024

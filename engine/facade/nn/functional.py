@@ -276,17 +276,17 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
 
 
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
 
 
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return nn_ops.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
