@@ -84,8 +84,8 @@ def pad(x: Tensor, widths: Sequence[int], mode: str) -> Tensor:
 
 # ------------------------------------------------------------- interpolation
 
-_MODES = {"nearest": ("Nearest", 0), "nearest-exact": ("NearestExact", 0), "linear": ("Linear", 1), "bilinear": ("Bilinear", 2),
-          "trilinear": ("Trilinear", 3), "bicubic": ("Bicubic", 2), "area": ("", 0)}
+_MODES = {"nearest": ("Nearest", 0), "nearest-exact": ("NearestExact", 0), "linear": ("Linear", 1),
+          "bilinear": ("Bilinear", 2), "trilinear": ("Trilinear", 3), "bicubic": ("Bicubic", 2), "area": ("", 0)}
 _CUBIC_A = -0.75  # PyTorch's bicubic kernel
 
 

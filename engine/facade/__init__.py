@@ -209,7 +209,7 @@ def manual_seed(seed: Any) -> None:
     rng.manual_seed(seed)
 
 
-def initial_seed() -> int:
+def initial_seed() -> builtins.int:
     """The seed of the default generator (the engine's fixed one until manual_seed;
     PyTorch draws its own at random per process)."""
     return rng.generator().seed
