@@ -32,9 +32,9 @@ def with_roles(hazards: Sequence[Hazard], steps: StepLog) -> list[Hazard]:
     out: list[Hazard] = []
     for hazard in hazards:
         if isinstance(hazard, SharedHazard):
-            roles = tuple(branch_role(e, steps.after.get(e, ()), hazard.definition)
-                          for e in (hazard.first_backward, hazard.fails_at))
-            hazard = replace(hazard, roles=roles)
+            first, second = (branch_role(e, steps.after.get(e, ()), hazard.definition)
+                             for e in (hazard.first_backward, hazard.fails_at))
+            hazard = replace(hazard, roles=(first, second))
         out.append(hazard)
     return out
 

@@ -22,7 +22,6 @@ from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import OPAQUE, AbstractNode, Carried
 from tapelint.ops import MODULES, TUPLE_LAYERS, TUPLE_RESULTS, Saves
 
-
 # The expressions whose shape the interpreter records (what a fix may edit,
 # other than a name: a name's shape is that of what was bound to it).
 SHAPED: frozenset[type] = frozenset(

@@ -12,9 +12,9 @@ import libcst as cst
 
 from tapelint.analysis.findings import SharedHazard
 from tapelint.analysis.model import BackwardEvent
+from tapelint.analysis.names import calls_in
 from tapelint.analysis.shapes import ValueShape
 from tapelint.analysis.updates import BranchRole
-from tapelint.analysis.names import calls_in
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import backward_statement, builder, guarded, siblings
