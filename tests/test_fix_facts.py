@@ -144,6 +144,24 @@ def test_a_step_in_the_caller_counts_for_a_backward_in_the_helper_it_called():
     assert hazard.roles == (BranchRole.DETACHABLE, BranchRole.TRAINS_PRODUCER)
 
 
+def test_steps_after_two_helpers_count_for_the_backwards_of_both():
+    """`backward_q(); backward_p(); opt1.step(); opt2.step()` at module level
+    and in a function: each helper's backward feeds both steps."""
+    helpers = (
+        "def backward_q(out):\n    loss_q = bce(net_b(out), zeros) + bce(net_b(torch.randn(4, 2)), ones)\n"
+        "    loss_q.backward()\n\n\ndef backward_p(out):\n    loss_p = bce(net_b(out), ones)\n"
+        "    loss_p.backward()\n\n\n")
+    source = user_gan(False, "opt2")
+    head, loop = source.split("for step in range(3):")
+    body = ("\n    out = net_a(torch.randn(4, 2))\n    opt1.zero_grad()\n    opt2.zero_grad()\n"
+            "    backward_q(out)\n    backward_p(out)\n    opt1.step()\n    opt2.step()\n")
+    for program in (head + helpers + "for step in range(3):" + body,
+                    head + helpers + "def train():\n    for step in range(3):" + body.replace("\n    ", "\n        ")
+                    + "\n\ntrain()\n"):
+        hazard = _shared(program)
+        assert hazard.roles == (BranchRole.TRAINS_PRODUCER, BranchRole.TRAINS_PRODUCER), program
+
+
 def test_two_backwards_before_the_steps_share_every_step_after_them():
     """`loss_q.backward(); loss_p.backward(); opt1.step(); opt2.step()`: each
     loss feeds both optimizers, so the one over the generator makes both

@@ -42,9 +42,13 @@ class StepLog:
         self._open: list[tuple[BackwardEvent, bool]] = []  # backwards still collecting steps, and "stepped yet"
 
     def on_backward(self, event: BackwardEvent) -> None:
-        """A backward closes the earlier ones of its line of calls that a step already followed."""
+        """A backward closes the earlier ones of its line of calls that a step
+        already followed, and those of another analysed scope (no step of
+        this one can follow them): so what stays open is one scope's at most."""
+        root = _scope(event)
         self._open = [(e, stepped) for e, stepped in self._open
-                      if e is not event and not (stepped and _same_line(e.context, event.context))]
+                      if e is not event and _scope(e) is root
+                      and not (stepped and _same_line(e.context, event.context))]
         self._open.append((event, False))
 
     def on_step(self, step: StepEvent) -> None:
@@ -58,6 +62,13 @@ class StepLog:
                 stepped = True
             still.append((event, stepped))
         self._open = still
+
+
+def _scope(event: BackwardEvent) -> object:
+    """The function analysed on its own that the backward ran under (a call
+    chain starts with it), or None for module code (its chains start with a call)."""
+    first = event.context[0] if event.context else None
+    return first if type(first) is cst.FunctionDef else None
 
 
 def _same_line(a: tuple, b: tuple) -> bool:
