@@ -112,6 +112,18 @@ FUNCTIONS: dict[str, Saves] = {
     ),
 }
 
+# Functions and methods that return a tuple (or a named tuple) of tensors, not
+# one tensor (`max`, `min`, `median`, `sort` do with a `dim`): the analysis
+# keeps them as one node, so it says the value is no tensor (`analysis.shapes`).
+TUPLE_RESULTS: frozenset[str] = frozenset((
+    "chunk", "split", "tensor_split", "split_with_sizes", "unbind", "hsplit", "vsplit", "dsplit", "topk", "sort",
+    "kthvalue", "mode", "median", "max", "min", "aminmax", "unique", "unique_consecutive", "std_mean", "var_mean",
+    "cummax", "cummin", "frexp", "svd", "qr", "eig", "eigh", "slogdet", "lu", "lstsq", "meshgrid",
+    "broadcast_tensors", "histogram", "nonzero", "lu_unpack", "atleast_1d",
+))
+# Layers whose call returns a tuple: `out, (h, c) = lstm(x)`, `attn, weights = mha(q, k, v)`.
+TUPLE_LAYERS: frozenset[str] = frozenset(("RNN", "LSTM", "GRU", "LSTMCell", "MultiheadAttention"))
+
 # Calls whose result carries no graph: the ancestry is cut (sanitizers) or the
 # result is not a tensor at all.
 UNTRACKING: frozenset[str] = frozenset(

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH
+from fix_programs_roles import (
+    DICT_OUT,
+    MAYBE_DICT_OUT,
+    READS_FIRST,
+    READS_IMG,
+    READS_TENSOR,
+    TUPLE_OUT,
+    user_gan,
+)
 
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety, Semantics
 from tapelint.document import lint_document
@@ -231,3 +241,62 @@ def test_detach_when_every_alternative_of_the_root_reaches_another_parameter():
     source = ALTERNATIVES.replace("(feats * 2)", "(feats * w)")
     fix = _fix(source, "TL001", FixKind.DETACH)
     assert [e.new_text for e in fix.edits] == ["w.exp().detach()"]
+
+
+# Roles from the analysis, not from names: `net_a` is the generator and
+# `net_b` the discriminator only by what the program does with them.
+def _detach_lines(source: str) -> tuple[Fix, list[str]]:
+    fix = _fix(source, "TL002", FixKind.DETACH)
+    return fix, _edited_lines(source, fix)
+
+
+@pytest.mark.parametrize("generator_first", [True, False], ids=["generator-first", "discriminator-first"])
+@pytest.mark.parametrize("a_optimizer", ["opt1", "opt2"])
+def test_branch_detach_goes_to_the_loss_whose_optimizer_steps_only_what_it_reaches_without_the_sample(
+        generator_first, a_optimizer):
+    source = user_gan(generator_first, a_optimizer)
+    fix, lines = _detach_lines(source)
+    assert fix.safety is Safety.UNSAFE and [e.new_text for e in fix.edits] == ["out.detach()"]
+    assert lines == ["loss_q = bce(net_b(out), zeros) + bce(net_b(torch.randn(4, 2)), ones)"]
+    assert "`loss_q`" in fix.description
+
+
+@pytest.mark.parametrize("generator_first", [True, False], ids=["generator-first", "discriminator-first"])
+def test_branch_detach_never_goes_to_the_loss_that_trains_the_sample_producer(generator_first):
+    """Rename the losses and optimizers so that spelling points the other way:
+    the generator's own loss (`d_loss`, stepped by `opt_d`) still gets nothing."""
+    source = user_gan(generator_first, "opt1").replace("loss_p", "d_loss").replace("loss_q", "g_loss").replace(
+        "opt1", "opt_d").replace("opt2", "opt_g")
+    fix, lines = _detach_lines(source)
+    assert lines == ["g_loss = bce(net_b(out), zeros) + bce(net_b(torch.randn(4, 2)), ones)"]
+    assert "`g_loss`" in fix.description and "`d_loss`" not in fix.description
+
+
+def test_no_branch_detach_when_the_discriminator_optimizer_also_steps_the_generator():
+    """One optimizer over both nets after the discriminator's loss: that loss
+    reaches the generator's parameters only through the sample, and trains them."""
+    source = user_gan(True, "opt2").replace(
+        "opt1 = torch.optim.SGD(net_b.parameters()", "opt1 = torch.optim.SGD(list(net_a.parameters()) + "
+                                                     "list(net_b.parameters())")
+    fix, _ = _detach_lines(source)
+    assert fix.safety is Safety.DISPLAY_ONLY and not fix.edits
+    assert "must not train" in fix.description  # no loss is named
+
+
+def test_no_branch_detach_when_no_optimizer_steps_after_either_backward():
+    source = user_gan(True, "opt2").replace("opt1.step()", "pass").replace("opt2.step()", "pass")
+    fix, _ = _detach_lines(source)
+    assert fix.safety is Safety.DISPLAY_ONLY and not fix.edits
+
+
+@pytest.mark.parametrize("returns,reads", [(TUPLE_OUT, READS_FIRST), (DICT_OUT, READS_IMG),
+                                           (MAYBE_DICT_OUT, READS_TENSOR)], ids=["tuple", "dict", "maybe-dict"])
+def test_no_branch_detach_edit_unless_the_generator_returns_a_tensor(returns, reads):
+    """The role is known (the description names `loss_q`), but what the loss
+    is given is not proven a tensor: a tuple or a dict (the shared tensor is
+    inside it), or a value that is a dict on some calls (`.detach()` on `out`
+    could raise: the same program returning only the tensor gets the edit)."""
+    source = user_gan(True, "opt2", returns, reads)
+    fix, _ = _detach_lines(source)
+    assert fix.safety is Safety.DISPLAY_ONLY and not fix.edits
+    assert "`loss_q`" in fix.description

@@ -22,13 +22,15 @@ from tapelint.analysis import protocols
 from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.anchors import Located, relocate
 from tapelint.analysis.findings import Hazard
+from tapelint.analysis.fix_facts import with_roles, with_shapes
 from tapelint.analysis.hazards import HazardLog
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
-from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop
+from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop, StepEvent
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
+from tapelint.analysis.updates import StepLog
 from tapelint.fixes.reach import remember
 from tapelint.settings import Settings
 
@@ -46,7 +48,9 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     first-party imports (none without it)."""
     analysis = ModuleAnalysis(module, settings, lines, path)
     analysis.run()
-    found = relocate(analysis.results(), analysis.program, analysis.contexts())
+    hazards = with_roles(analysis.results(), analysis.steps)
+    found = relocate(hazards, analysis.program, analysis.contexts())
+    found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes)
     remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
     analysis.store.release()
     analysis.program.release()
@@ -65,6 +69,7 @@ class ModuleAnalysis:
         self.store = NodeStore(module)
         self.log = HazardLog(self.store)
         self.accumulations = Accumulations()
+        self.steps = StepLog()
         self.module_env: dict[str, Vals] = {}
         self.work_left = max(MIN_WORK, WORK_PER_LINE * lines)
         self.inline_budget = INLINE_BUDGET
@@ -199,6 +204,10 @@ class ModuleAnalysis:
     def backward(self, event: BackwardEvent, state: State) -> None:
         self.store.prove(event)
         self.log.on_backward(event, state)
+        self.steps.on_backward(event)
+
+    def step(self, event: StepEvent) -> None:
+        self.steps.on_step(event)
 
     def accumulation(self, loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode,
                      target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence,

@@ -11,6 +11,8 @@ from typing import ClassVar, Optional
 import libcst as cst
 
 from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
+from tapelint.analysis.shapes import ValueShape
+from tapelint.analysis.updates import BranchRole
 
 
 class HazardKind(str, Enum):
@@ -53,6 +55,8 @@ class HoistedHazard(ReuseHazard):
 
     kind: ClassVar[HazardKind] = HazardKind.HOISTED
     loop: Loop
+    # Set by `analysis.fix_facts` once the module is interpreted (unknown until then):
+    definition_shape: ValueShape = ValueShape.OTHER  # what `definition` evaluates to
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class SharedHazard(ReuseHazard):
 
     kind: ClassVar[HazardKind] = HazardKind.SHARED
     loop: Optional[Loop]
+    # Set by `analysis.fix_facts` once the module is interpreted (unknown until then):
+    # the part of (`first_backward`'s loss, `fails_at`'s loss) in its training step,
+    roles: tuple[BranchRole, BranchRole] = (BranchRole.UNKNOWN, BranchRole.UNKNOWN)
+    sample_shape: ValueShape = ValueShape.OTHER  # and what the shared `value` is bound to
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,8 @@ class AccumulationHazard(Hazard):
     accumulator: cst.CSTNode  # the accumulating statement (AugAssign, Assign, `.append(...)` call)
     accumulator_target: cst.BaseExpression  # the total
     retention_with_backward: bool  # each iteration backwards (else: an evaluation loop)
+    # Set by `analysis.fix_facts` once the module is interpreted: what the added value evaluates to.
+    value_shape: ValueShape = ValueShape.OTHER
 
 
 @dataclass(frozen=True)

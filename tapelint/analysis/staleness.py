@@ -248,6 +248,7 @@ def on_update(frame: Frame, site: cst.CSTNode, target: Vals, state: State) -> No
 def _mark(frame: Frame, event: StepEvent, state: State) -> None:
     """Every node reachable from a live binding that saved a parameter the
     event updates is stale from now on."""
+    frame.recorder.step(event)
     updated = event.owners
     if not updated:
         return

@@ -27,7 +27,8 @@ from tapelint.analysis.model import (
     Value,
     tuple_of,
 )
-from tapelint.analysis.state import State
+from tapelint.analysis.shapes import ValueShape, joined, shape_of
+from tapelint.analysis.state import State, Vals
 from tapelint.ops import Saves
 
 
@@ -64,6 +65,10 @@ class NodeStore:
         self.proven: set[int] = set()  # ids of nodes a backward proved tracked
         self.changes = 0  # grows whenever the graph does: the loop fixed point's test
         self.order = 0
+        # What each evaluated expression held, joined over its evaluations
+        # (`analysis.shapes`): the fixes' "is this a tensor?".
+        self.shapes: dict[cst.CSTNode, ValueShape] = {}
+        self.bound_shapes: dict[str, ValueShape] = {}  # the same per name or attribute path bound
 
     def node(
         self,
@@ -100,6 +105,18 @@ class NodeStore:
             existing.tracked = joined
             self.changes += 1
         return existing
+
+    def note_shape(self, expr: cst.CSTNode, vals: Vals) -> None:
+        shapes = self.shapes
+        old = shapes.get(expr)
+        if old is not ValueShape.OTHER:
+            shapes[expr] = joined(old, shape_of(vals))
+
+    def note_binding(self, key: str, vals: Vals) -> None:
+        shapes = self.bound_shapes
+        old = shapes.get(key)
+        if old is not ValueShape.OTHER:
+            shapes[key] = joined(old, shape_of(vals))
 
     def existing(self, site: cst.CSTNode, where: Placement) -> Optional[AbstractNode]:
         """The node already created for `site` at `where`, if any."""

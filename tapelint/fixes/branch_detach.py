@@ -1,5 +1,8 @@
 """Detach the shared value on the branch of the loss that must not train
-its producer (TL002, the GAN fix), chosen by role (`fixes.roles`)."""
+its producer (TL002, the GAN fix), chosen by the role the analysis gave
+each loss (`analysis.updates`: which parameters the optimizer stepped after
+its backward updates, and whether the loss reaches them only through the
+shared sample), never by how anything is spelled."""
 
 from __future__ import annotations
 
@@ -10,36 +13,27 @@ import libcst as cst
 from tapelint.analysis.findings import SharedHazard
 from tapelint.analysis.model import BackwardEvent
 from tapelint.analysis.names import calls_in
+from tapelint.analysis.shapes import ValueShape
+from tapelint.analysis.updates import BranchRole
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import backward_statement, builder, guarded, siblings
 from tapelint.fixes.reach import reaches_leaf_without
-from tapelint.fixes.roles import loss_role, producer
 
 _NO_BRANCH: Optional[BackwardEvent] = None
 
 
 @guarded(_NO_BRANCH)
 def detached_branch(hazard: SharedHazard, ctx: SourceContext) -> Optional[BackwardEvent]:
-    """The backward whose loss gets the detach. With `fake = G(z)`: the loss
-    after whose backward an optimizer not over `G` steps (the
-    discriminator's), whichever of the two runs first; never a loss whose
-    optimizer steps `G`. When neither backward is followed by a known
-    optimizer's step (one optimizer over everything, or none), the first
-    loss, as before: then the fix only says which loss stops reaching it."""
-    first, second = hazard.first_backward, hazard.fails_at
-    maker = producer(ctx, hazard.definition)
-    if maker is None:
-        return first
-    trains_first = loss_role(ctx, first.call).trains(maker)
-    trains_second = loss_role(ctx, second.call).trains(maker)
-    if trains_first is False:
-        return first
-    if trains_second is False:
-        return second
-    if trains_first is None and trains_second in (None, True):
-        return first
-    return None  # both train the producer: detaching either stops one of its losses
+    """The backward whose loss gets the detach: the first of the two whose
+    role is `DETACHABLE` (its optimizer steps only parameters it reaches
+    without the sample: the discriminator's loss), whichever runs first.
+    None when neither is (no step after either, one optimizer over
+    everything, or the generator's own loss): then no loss is named."""
+    for event, role in zip((hazard.first_backward, hazard.fails_at), hazard.roles):
+        if role is BranchRole.DETACHABLE:
+            return event
+    return None
 
 
 def loss_name(event: BackwardEvent) -> Optional[str]:
@@ -53,10 +47,13 @@ def branch_detach_edits(hazard: SharedHazard, ctx: SourceContext) -> tuple[Edit,
     """`d_loss = bce(D(fake), zeros)` -> `bce(D(fake.detach()), zeros)`: the
     shared name, where the chosen backward's loss is assigned (the nearest
     assignment before that backward, in its block), passed to a call of a
-    name or `self.` attribute. Only when that loss still reaches a trainable
-    leaf without the shared value (a bare `h.sum()` would not: no edit)."""
+    name or `self.` attribute. Only when the analysis bound the shared name
+    to tensors alone (a `Generator` whose `forward` returns a tuple or a
+    dict, or one nobody knows, gets no edit: `.detach()` would raise there),
+    and when that loss still reaches a trainable leaf without the shared
+    value (a bare `h.sum()` would not: no edit)."""
     event = detached_branch(hazard, ctx)
-    if event is None or not hazard.value.isidentifier():
+    if event is None or hazard.sample_shape is not ValueShape.TENSOR or not hazard.value.isidentifier():
         return ()
     statement = backward_statement(ctx, event.call)
     name = loss_name(event)

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import libcst as cst
 
 from tapelint.analysis.names import ModuleNames
 from tapelint.diagnostics import Range, split_lines
-
-if TYPE_CHECKING:
-    from tapelint.fixes.roles import Optimizers
 
 
 @dataclass(frozen=True)
@@ -44,20 +41,5 @@ class SourceContext:
         return index
 
     @cached_property
-    def tensor_names(self) -> dict[str, bool]:
-        """Memo of `values.tensor_valued` per name: a name assigned in every
-        block of a long file is judged once, not once per finding."""
-        return {}
-
-    @cached_property
     def lines(self) -> tuple[str, ...]:
         return tuple(split_lines(self.module.code))
-
-    @cached_property
-    def optimizers(self) -> Optimizers:
-        """Which modules each optimizer of the file steps (`fixes.roles`).
-        Plain data: nothing cached here may point back at the context (a
-        cycle would keep the syntax tree alive after its file is done)."""
-        from tapelint.fixes.roles import Optimizers  # roles reads the context: imported when first asked
-
-        return Optimizers.of(self)

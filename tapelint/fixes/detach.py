@@ -5,23 +5,23 @@ from __future__ import annotations
 import libcst as cst
 
 from tapelint.analysis.findings import HoistedHazard
+from tapelint.analysis.shapes import ValueShape
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import builder, method_call_text
 from tapelint.fixes.reach import created_in_callee, reaches_leaf_without
-from tapelint.fixes.values import tensor_valued
 
 
 @builder
 def definition_detach_edits(hazard: HoistedHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """`.detach()` on the expression that creates the value (parenthesised
     when needed). No edit when the expression may be something other than a
-    tensor, when a backward would then reach no trainable leaf (the value is
+    tensor (the analysis's `definition_shape`), when a backward would then reach no trainable leaf (the value is
     its root, or its only way to one), or when the value is created inside a
     function the loop's code calls (`Net.forward`: the edit would change
     every caller) other than an `__init__` caching it."""
     definition = hazard.definition
-    if not tensor_valued(ctx, definition):
+    if hazard.definition_shape is not ValueShape.TENSOR:
         return ()
     events = (hazard.first_backward, hazard.fails_at)
     if any(not reaches_leaf_without(e, definition) for e in events):

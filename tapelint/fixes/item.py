@@ -10,6 +10,8 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis.findings import AccumulationHazard
+from tapelint.analysis.fix_facts import accumulated_value
+from tapelint.analysis.shapes import ValueShape
 from tapelint.analysis.torch_api import (
     LOSS_FUNCTIONS,
     NUMBER_CALLS,
@@ -21,7 +23,6 @@ from tapelint.analysis.torch_api import (
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text
-from tapelint.fixes.values import tensor_valued
 
 
 class TotalUse(str, Enum):
@@ -56,26 +57,9 @@ def _verdict(hazard: AccumulationHazard, ctx: SourceContext) -> tuple[bool, bool
 @guarded(NO_EDITS)
 def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) -> tuple[Edit, ...]:
     value = accumulated_value(hazard)
-    if value is None or not tensor_valued(ctx, value):
+    if value is None or hazard.value_shape is not ValueShape.TENSOR:
         return ()  # possibly a number, a dict, a list: neither method exists there
     return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),)
-
-
-def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:
-    """The expression added to the total: `total += v`, `total = total + v`, `xs.append(v)`."""
-    statement = hazard.accumulator
-    if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign):
-        return statement.value
-    if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.BinaryOperation):
-        value = statement.value
-        target = statement.targets[0].target
-        if isinstance(value.operator, cst.Add):
-            for mine, other in ((value.left, value.right), (value.right, value.left)):
-                if mine.deep_equals(target):
-                    return other
-    if isinstance(statement, cst.Call) and callee_name(statement) == "append" and len(statement.args) == 1:
-        return statement.args[0].value
-    return None
 
 
 def total_use(hazard: AccumulationHazard, ctx: SourceContext) -> TotalUse:

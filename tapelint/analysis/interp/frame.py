@@ -27,11 +27,13 @@ from tapelint.analysis.model import (
     ListRef,
     Loop,
     ModuleRef,
+    StepEvent,
     Tracked,
     TupleVal,
     Value,
 )
 from tapelint.analysis.program import ClassInfo, Program
+from tapelint.analysis.shapes import SHAPED
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
 from tapelint.analysis.syntax import whole_slice
@@ -48,6 +50,9 @@ class Recorder(Protocol):
 
     def backward(self, event: BackwardEvent, state: State) -> None:
         """A backward walked `event.roots` in `state` (which it releases)."""
+
+    def step(self, event: StepEvent) -> None:
+        """An optimizer step (or an update by hand) changed parameters in place."""
 
     def accumulation(self, loops: tuple[Loop, ...], context: tuple, statement: cst.CSTNode,
                      target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence,
@@ -120,7 +125,10 @@ class Frame:
         method = EVAL.get(type(expr))
         if method is None:
             return eval_children(self, expr, state)
-        return method(self, expr, state)
+        vals = method(self, expr, state)
+        if type(expr) in SHAPED:
+            self.store.note_shape(expr, vals)
+        return vals
 
     # ------------------------------------------------------------ names
 
@@ -197,6 +205,7 @@ class Frame:
             if isinstance(value, AbstractNode) and value.name is None and value is not OPAQUE:
                 value.name = key
         state.env[key] = vals
+        self.store.note_binding(key, vals)
         if state.facts or state.guards:
             state.rebound(key)
 
