@@ -54,6 +54,12 @@ NO_EDIT = {
     "tl003_second_output_of_unknown_model_summed.py": (
         "the kept value is what an unknown model returns, which may be no tensor (a tuple, a dict): "
         "`.detach()`/`.item()` there is a suggestion, not an edit", {"detach", "item"}),
+    "tl007_optimizer_from_factory.py": (
+        "retain_graph=True kept the graph: moving the step would leave a walk a strict tape rejects",
+        {"reorder", "recompute", "combine"}),
+    "tl007_step_inside_helper_method.py": (
+        "the backward and the step run inside one helper called for both updates: reordering them is a rewrite",
+        {"reorder", "recompute", "combine"}),
     "tl007_manual_update_under_no_grad.py": (
         "an update written by hand: where it may go is the user's decision", {"reorder", "recompute", "combine"}),
 }

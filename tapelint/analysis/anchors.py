@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
 from tapelint.analysis.findings import Hazard, HazardKind
-from tapelint.analysis.model import BackwardEvent, Loop
+from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
 from tapelint.analysis.program import Program
 from tapelint.diagnostics import Role
 
 _ROLES = {"definition": Role.DEFINITION, "first_backward": Role.FIRST_BACKWARD, "fails_at": Role.FAILS_AT,
-          "accumulator": Role.ACCUMULATOR}
+          "accumulator": Role.ACCUMULATOR, "kept_by": Role.FIRST_BACKWARD, "step": Role.STEP}
+Event = Union[BackwardEvent, StepEvent]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class _Placer:
                     self.entries[fn] = call
         self.members: dict[cst.FunctionDef, set[int]] = {}
         self.names: dict[cst.FunctionDef, set[str]] = {}
-        self.events: dict[int, BackwardEvent] = {}
+        self.events: dict[int, Event] = {}
 
     def _crossings(self, chain: tuple) -> Iterable[tuple[Optional[cst.Call], cst.FunctionDef]]:
         """Each function of another module in `chain`, with the last call of
@@ -104,7 +105,7 @@ class _Placer:
     def place(self, hazard: Hazard) -> Optional[Located]:
         origins: list[Origin] = []
         changes: dict[str, object] = {}
-        events = [f.name for f in fields(hazard) if isinstance(getattr(hazard, f.name), BackwardEvent)]
+        events = [f.name for f in fields(hazard) if isinstance(getattr(hazard, f.name), (BackwardEvent, StepEvent))]
         for name in events:
             event = getattr(hazard, name)
             moved = self._event(event, name, origins)
@@ -149,11 +150,12 @@ class _Placer:
             names = self.names[fn] = {n.value for n in _walk(fn) if type(n) is cst.Name}
         return value.split(".")[0] in names
 
-    def _event(self, event: BackwardEvent, name: str, origins: list[Origin]) -> Optional[BackwardEvent]:
+    def _event(self, event: Event, name: str, origins: list[Origin]) -> Optional[Event]:
         found = self._foreign(event.call)
         if found is None:
             return event
-        call, fn = found
+        crossings = list(self._crossings(event.context))
+        call, fn = crossings[-1] if crossings else found  # the chain this event ran under says which call it was
         origins.append(self._origin(_ROLES[name], event.call, fn))
         if call is None:
             return None

@@ -108,11 +108,19 @@ class RetainHazard(Hazard):
 @dataclass(frozen=True)
 class StaleHazard(Hazard):
     """TL007: `fails_at` walks `value` (created at `definition`), which saved a
-    parameter of `module` that `step` changed in place after it was created."""
+    parameter of `module` that `step` changed in place after it was created.
+
+    The scope the user reads is the innermost one that runs both the step and
+    the failing backward: `fails_site` and `step_site` are the statements'
+    calls there (`self._update(opt_g, g_loss)` running `loss.backward()` and
+    `opt.step()` in a helper), the backward and the step themselves when
+    they are written in that scope."""
 
     kind: ClassVar[HazardKind] = HazardKind.STALE
     step: StepEvent
     fails_at: BackwardEvent
+    fails_site: cst.CSTNode  # the primary range: the failing backward, or the call here that runs it
+    step_site: cst.CSTNode  # the step, or the call here that runs it
     module: str  # the module whose parameter was saved, as the user's scope names it
     loop: Optional[Loop]  # set when the stale node is the previous iteration's of this loop (carried)
     # The call in the backward's scope through which a node made in a callee

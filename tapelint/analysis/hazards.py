@@ -198,7 +198,7 @@ class HazardLog:
         if kind is HazardKind.CARRIED:
             assert loop is not None
             hazard = CarriedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   loop=loop, anchor=_definition_site(node, event))
+                                   loop=loop, anchor=_call_in(event.context, node.context))
         elif kind is HazardKind.HOISTED:
             assert loop is not None
             hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
@@ -212,9 +212,11 @@ class HazardLog:
         self.hazards[key] = hazard
 
     def _record_stale(self, event: BackwardEvent, hit: tuple[Key, StepEvent], state: State) -> None:
-        """One stale-graph finding per backward: the first stale node it meets."""
+        """One stale-graph finding per backward (per call here that runs it): the first stale node it meets."""
         key, step = hit
-        hkey = (HazardKind.STALE, event.call)
+        scope = _shared_prefix(event.context, step.context)
+        fails_site = _call_in(scope, event.context) or event.call
+        hkey = (HazardKind.STALE, event.call, fails_site)
         if hkey in self.hazards:
             return
         node, age = key
@@ -226,10 +228,12 @@ class HazardLog:
             fails_under_torch=True,
             step=step,
             fails_at=event,
-            module=module_name(node, step, event, self.store),
+            fails_site=fails_site,
+            step_site=_call_in(scope, step.context) or step.call,
+            module=module_name(node, step, scope, self.store),
             kept_by=state.kept.get(key),
             loop=age,
-            anchor=_definition_site(node, event),
+            anchor=_call_in(scope, node.context),
         )
 
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
@@ -256,13 +260,19 @@ class HazardLog:
             return
 
 
-def _definition_site(node: AbstractNode, event: BackwardEvent) -> Optional[cst.CSTNode]:
-    """Where a carried value is re-created in the loop: a node made inside a
-    function that the loop called (`model(x, h)` running `forward`) is
-    reported at that call, where the user detaches what is carried."""
-    depth = len(event.context)
-    if node.context[:depth] == event.context and len(node.context) > depth:
-        call = node.context[depth]
-        if type(call) is cst.Call:
-            return call
+def _shared_prefix(first: tuple, second: tuple) -> tuple:
+    """The chain of inlined calls that two events share: the scope that runs both."""
+    depth = 0
+    while depth < min(len(first), len(second)) and first[depth] is second[depth]:
+        depth += 1
+    return first[:depth]
+
+
+def _call_in(scope: tuple, context: tuple) -> Optional[cst.Call]:
+    """The call written in `scope` through which code running under
+    `context` ran (`self._update(opt, loss)` for its `opt.step()`); None when
+    it runs in `scope` itself, or outside it."""
+    depth = len(scope)
+    if context[:depth] == scope and len(context) > depth and type(context[depth]) is cst.Call:
+        return context[depth]
     return None

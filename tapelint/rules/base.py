@@ -159,3 +159,14 @@ def loop_phrase(hazard: Union[HoistedHazard, SharedHazard, RepeatedHazard, Carri
     if loop.implicit:
         return f"`{loop.step_function}()`, which runs once per training step"
     return f"the loop at line {ctx.line_of(loop.node)}"
+
+
+def function_of(node: cst.CSTNode, ctx: ReportContext) -> str:
+    """The function of this module `node` is written in, as the user names
+    it (`Trainer._update`, `make_optimizer`), for a callee's related location."""
+    fn = ctx.names.ancestor(node, (cst.FunctionDef,))
+    if not isinstance(fn, cst.FunctionDef):
+        return "the module"
+    owner = ctx.names.ancestor(fn, (cst.ClassDef,))
+    return f"{owner.name.value}.{fn.name.value}" if isinstance(owner, cst.ClassDef) else fn.name.value
+
