@@ -12,7 +12,8 @@ import pytest
 
 from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.analysis.findings import StaleHazard
-from tapelint.analysis.staleness import OptimizerRef, abbreviate, is_optimizer_class
+from tapelint.analysis.abbreviations import abbreviate
+from tapelint.analysis.staleness import OptimizerRef, is_optimizer_class
 from tapelint.settings import Settings
 
 GAN_STEP = """

@@ -17,6 +17,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import Hazard, HazardKind
 from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
 from tapelint.analysis.program import Program
@@ -135,8 +136,7 @@ class _Placer:
                 changes[f.name] = call
             if f.name == "definition" and hazard.kind is not HazardKind.CARRIED and self._named_in(hazard.value, fn):
                 # the name is the other function's (`out`): show the call that returns it here
-                text = self.root.module.code_for_node(call).strip()
-                changes["value"] = text if len(text) <= 40 else text[:37] + "..."
+                changes["value"] = abbreviate(self.root.module.code_for_node(call))
         if not changes:
             return Located(hazard)
         anchor = getattr(hazard, "anchor", None)  # only some hazard kinds have one

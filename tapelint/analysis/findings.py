@@ -49,10 +49,14 @@ class ReuseHazard(Hazard):
 
 @dataclass(frozen=True)
 class HoistedHazard(ReuseHazard):
-    """TL001: created once outside `loop` (or cached), walked on every iteration."""
+    """TL001: created once outside `loop` (or cached), walked on every iteration;
+    or (`earlier_iteration`) created inside `loop` and reached again as an
+    earlier iteration's value (a cache filled once, an element a list keeps)."""
 
     kind: ClassVar[HazardKind] = HazardKind.HOISTED
     loop: Loop
+    earlier_iteration: bool
+    kept_in: Optional[cst.CSTNode]  # where the container that keeps it was created (`self.saved = []`)
 
 
 @dataclass(frozen=True)

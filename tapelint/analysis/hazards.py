@@ -135,14 +135,14 @@ class HazardLog:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}
         for reuse in find_reuse(event.roots, state.released):
-            self._record_reuse(event, reuse)
+            self._record_reuse(event, reuse, state)
         self._check_retained(event, state)
         for reuse in find_reuse(event.roots, state.kept):
             if stale_keys.intersection(reuse.group):
                 continue  # a step changed what the kept graph saved: TL007 says why it fails, under both
             if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
                        for h in self.hazards.values()):
-                self._record_reuse(event, reuse, strict_only=True)
+                self._record_reuse(event, reuse, state, strict_only=True)
         walked = [key for key, _ in walk(event.roots)]
         if event.retains is Retains.NO:
             for key in walked:
@@ -158,7 +158,7 @@ class HazardLog:
         (ids of running totals that TL003 reports: one finding, one root cause)."""
         return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
 
-    def _record_reuse(self, event: BackwardEvent, reuse: Reuse, strict_only: bool = False) -> None:
+    def _record_reuse(self, event: BackwardEvent, reuse: Reuse, state: State, strict_only: bool = False) -> None:
         """Turn a walk into released (or, `strict_only`, retained) ground into
         a hazard of the kind that where the reused node was created decides."""
         node, age = reuse.frontier
@@ -202,7 +202,8 @@ class HazardLog:
         elif kind is HazardKind.HOISTED:
             assert loop is not None
             hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   loop=loop)
+                                   loop=loop, earlier_iteration=age is not None,
+                                   kept_in=self._container_holding(node, state) if age is not None else None)
         elif kind is HazardKind.REPEATED:
             hazard = RepeatedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
                                     loop=loop)
@@ -235,6 +236,16 @@ class HazardLog:
             loop=age,
             anchor=_call_in(scope, node.context),
         )
+
+    def _container_holding(self, node: AbstractNode, state: State) -> Optional[cst.CSTNode]:
+        """Where the list or dict that holds `node` as an element was created
+        (`self.saved_log_probs = []`), when one does: an earlier iteration's
+        value reached through a container the loop keeps adding to."""
+        for key, vals in state.env.items():
+            if key.startswith("<list@") and any(v is node or (isinstance(v, Carried) and v.node is node)
+                                                for v in vals):
+                return self.store.list_site(key)
+        return None
 
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
         if event.is_grad:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import (
     OPAQUE,
@@ -115,59 +116,6 @@ def optimizer(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
                 roots.add(value)
     text = abbreviate(frame.program.module.code_for_node(expr), 50) if expr is not None else "its parameters"
     return frozenset((OptimizerRef(call, frozenset(roots), text, frozenset(instances), frame.context),))
-
-
-def abbreviate(code: str, limit: int = 40) -> str:
-    """Source text for a message, on one line and at most about `limit`
-    characters: runs of whitespace (a call broken over lines) become one
-    space; a longer call keeps the arguments that fit, whole
-    (`self._update(self.opt_d, ...)`), anything else its start."""
-    text = " ".join(code.split())
-    if len(text) <= limit:
-        return text
-    opening = _outer_call_arguments(text)
-    if opening is not None:
-        kept = text[:opening + 1]
-        for argument in _top_level_split(text[opening + 1:-1]):
-            if len(kept) + len(argument) + len(", ...)") > limit:
-                break
-            kept += argument.strip() + ", "
-        shortened = kept + "...)"
-        if len(shortened) < len(text):
-            return shortened
-    return text[:limit - 3] + "..."
-
-
-def _outer_call_arguments(text: str) -> Optional[int]:
-    """Where the argument list of a call that spans all of `text` opens."""
-    if not text.endswith(")"):
-        return None
-    depth = 0
-    for index in range(len(text) - 1, -1, -1):
-        depth += {")": 1, "]": 1, "}": 1, "(": -1, "[": -1, "{": -1}.get(text[index], 0)
-        if depth == 0:
-            return index if index > 0 and text[index] == "(" else None
-    return None
-
-
-def _top_level_split(arguments: str) -> list[str]:
-    """The arguments of a call's text, split at its own commas (not those of
-    nested calls, lists or strings)."""
-    parts, depth, start, quote = [], 0, 0, ""
-    for index, char in enumerate(arguments):
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(arguments[start:index])
-            start = index + 1
-    parts.append(arguments[start:])
-    return parts
 
 
 def configured_optimizers(returned: Vals, state: State) -> Vals:

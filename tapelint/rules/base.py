@@ -12,6 +12,7 @@ from typing import ClassVar, Generic, TypeVar, Union, cast
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import (
     AccumulationHazard,
     CarriedHazard,
@@ -169,4 +170,13 @@ def function_of(node: cst.CSTNode, ctx: ReportContext) -> str:
         return "the module"
     owner = ctx.names.ancestor(fn, (cst.ClassDef,))
     return f"{owner.name.value}.{fn.name.value}" if isinstance(owner, cst.ClassDef) else fn.name.value
+
+
+def assigned_name(site: cst.CSTNode, ctx: ReportContext) -> str:
+    """What the user's scope calls the value created at `site`: the name it is
+    assigned to there (`d_real = discriminator(real)`), else its source, abbreviated."""
+    statement = ctx.names.ancestor(site, (cst.Assign,))
+    if isinstance(statement, cst.Assign) and statement.value is site and len(statement.targets) == 1:
+        return ctx.code_of(statement.targets[0].target)
+    return abbreviate(ctx.code_of(site))
 

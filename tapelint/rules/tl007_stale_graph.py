@@ -8,8 +8,8 @@ from tapelint.analysis.findings import HazardKind, StaleHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety
 from tapelint.fixes.edits import fix_of
 from tapelint.fixes.stale import reorder_step_edits
-from tapelint.analysis.staleness import abbreviate
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, function_of, loop_phrase
+from tapelint.analysis.abbreviations import abbreviate
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, assigned_name, function_of, loop_phrase
 
 
 class StaleGraph(Rule[StaleHazard]):
@@ -103,7 +103,7 @@ g_loss.backward()
     def report(self, hazard: StaleHazard, ctx: ReportContext) -> Diagnostic:
         step = hazard.step
         site = hazard.anchor if hazard.anchor is not None else hazard.definition
-        value = _name_at(site, ctx) if hazard.anchor is not None else hazard.value
+        value = assigned_name(site, ctx) if hazard.anchor is not None else hazard.value
         backward = hazard.fails_at.call
         through_step = hazard.step_site is not step.call  # the step runs inside a call written here
         here = f"`{abbreviate(ctx.code_of(hazard.step_site))}` at line {ctx.line_of(hazard.step_site)}"
@@ -172,11 +172,3 @@ def _related(hazard: StaleHazard, ctx: ReportContext, site: cst.CSTNode, value: 
                                "this backward needs the old values and fails"))
     return tuple(related)
 
-
-def _name_at(call: cst.CSTNode, ctx: ReportContext) -> str:
-    """What the user's scope calls the result of `call`: the name it is
-    assigned to (`d_real = discriminator(real)`), else the call, abbreviated."""
-    statement = ctx.names.ancestor(call, (cst.Assign,))
-    if isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1:
-        return ctx.code_of(statement.targets[0].target)
-    return abbreviate(ctx.code_of(call))
