@@ -57,6 +57,9 @@ NO_EDIT = {
     "tl001_log_probs_kept_from_previous_episode.py": (
         "the value is computed in the loop and kept in a list on the policy: emptying the list after the "
         "backward is the fix, a statement whose place is the user's decision", {"recompute", "detach"}),
+    "tl002_shared_in_both_branches.py": (
+        "each arm of the if/else walks the freed value: the edits made for the two arms rewrite the same first "
+        "backward and collide, so the one finding offers them as suggestions", {"combine", "detach"}),
     "tl007_optimizer_from_factory.py": (
         "retain_graph=True kept the graph: moving the step would leave a walk a strict tape rejects",
         {"reorder", "recompute", "combine"}),

@@ -113,10 +113,17 @@ class _Placer:
             if moved is None:
                 return None
             changes[name] = moved
+        for f in fields(hazard):  # `also_fails_at`: more walks of the same hazard
+            value = getattr(hazard, f.name)
+            if isinstance(value, tuple) and value and all(isinstance(e, BackwardEvent) for e in value):
+                moved_all = [self._event(e, "fails_at", origins) for e in value]
+                if any(e is None for e in moved_all):
+                    return None
+                changes[f.name] = tuple(moved_all)
         fallback = next((e.call for e in changes.values() if isinstance(e, BackwardEvent)), None)
         for f in fields(hazard):
             value = getattr(hazard, f.name)
-            if f.name in events or not isinstance(value, (cst.CSTNode, Loop)):
+            if f.name in events or f.name in changes or not isinstance(value, (cst.CSTNode, Loop)):
                 continue
             node = value.node if isinstance(value, Loop) else value
             found = self._foreign(node)

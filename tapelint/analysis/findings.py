@@ -4,7 +4,7 @@ dereferences a field that another kind leaves empty)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import ClassVar, Optional
 
@@ -32,6 +32,10 @@ class Hazard:
     definition: cst.CSTNode  # where its node is created
     fails_under_torch: bool
 
+    def others(self) -> tuple[Hazard, ...]:
+        """The same hazard as found at its other sites (one finding per hazard)."""
+        return ()
+
 
 @dataclass(frozen=True)
 class ReuseHazard(Hazard):
@@ -45,6 +49,12 @@ class ReuseHazard(Hazard):
     op: str  # the calls assumed to save tensors, for the message
     first_backward: BackwardEvent
     fails_at: BackwardEvent
+    # The other walks into the same released ground (each branch of an if/else that
+    # backwards the value, later iterations' walks of a hoisted one): one hazard, one finding.
+    also_fails_at: tuple[BackwardEvent, ...]
+
+    def others(self) -> tuple[Hazard, ...]:
+        return tuple(replace(self, fails_at=event, also_fails_at=()) for event in self.also_fails_at)
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,12 @@ class AccumulationHazard(Hazard):
     accumulator: cst.CSTNode  # the accumulating statement (AugAssign, Assign, `.append(...)` call)
     accumulator_target: cst.BaseExpression  # the total
     retention_with_backward: bool  # each iteration backwards (else: an evaluation loop)
+    # The other statements that accumulate into the same total in the same loop
+    # (`total += loss` in one arm of an if/else, `total += 2 * loss` in the other).
+    also: tuple[AccumulationHazard, ...]
+
+    def others(self) -> tuple[Hazard, ...]:
+        return self.also
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,15 @@ them as the interpreter reports backward events.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import libcst as cst
 
 from tapelint.analysis.findings import (
+    AccumulationHazard,
     CarriedHazard,
+    Hazard,
     HazardKind,
     HoistedHazard,
     RepeatedHazard,
@@ -154,9 +156,12 @@ class HazardLog:
                 state.kept.setdefault(key, event)
 
     def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard | StaleHazard]:
-        """Every reuse found, except those whose reused node is in `except_nodes`
-        (ids of running totals that TL003 reports: one finding, one root cause)."""
-        return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
+        """Every hazard found, one per root cause: except those whose reused node
+        is in `except_nodes` (ids of running totals that TL003 reports), and with
+        the walks into the same released ground merged (`one_per_cause`)."""
+        found = [(self.reused_nodes.get(key), h) for key, h in self.hazards.items()
+                 if id(self.reused_nodes.get(key)) not in except_nodes]
+        return one_per_cause(found)
 
     def _record_reuse(self, event: BackwardEvent, reuse: Reuse, state: State, strict_only: bool = False) -> None:
         """Turn a walk into released (or, `strict_only`, retained) ground into
@@ -198,18 +203,18 @@ class HazardLog:
         if kind is HazardKind.CARRIED:
             assert loop is not None
             hazard = CarriedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   loop=loop, anchor=_call_in(event.context, node.context))
+                                   (), loop=loop, anchor=_call_in(event.context, node.context))
         elif kind is HazardKind.HOISTED:
             assert loop is not None
             hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   loop=loop, earlier_iteration=age is not None,
+                                   (), loop=loop, earlier_iteration=age is not None,
                                    kept_in=self._container_holding(node, state) if age is not None else None)
         elif kind is HazardKind.REPEATED:
             hazard = RepeatedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                    loop=loop)
+                                    (), loop=loop)
         else:
             hazard = SharedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                  loop=loop)
+                                  (), loop=loop)
         self.hazards[key] = hazard
 
     def _record_stale(self, event: BackwardEvent, hit: tuple[Key, StepEvent], state: State) -> None:
@@ -269,6 +274,57 @@ class HazardLog:
                     retain_arg=keyword_arg(earlier.call, "retain_graph"),
                 )
             return
+
+
+def one_per_cause(found: list[tuple[Optional[AbstractNode], Hazard]]) -> list[Hazard]:
+    """One hazard per released value: a reuse of the same node, released by
+    the same first walk, reached again by another backward (the other arm of
+    an if/else, a third walk) is the same hazard, and so is a reuse across
+    iterations of a node TL001/TL005 already reports; the other backwards
+    become `also_fails_at`. Reuses that fail under different semantics stay
+    apart (each is reported under its own)."""
+    out: list[Hazard] = []
+    by_cause: dict[tuple, int] = {}
+    by_node: dict[int, int] = {}  # a node's TL001/TL005 hazard
+    first = [(n, h) for n, h in found if isinstance(h, (HoistedHazard, CarriedHazard))]
+    for node, hazard in first + [(n, h) for n, h in found if not isinstance(h, (HoistedHazard, CarriedHazard))]:
+        if not isinstance(hazard, ReuseHazard) or node is None:
+            out.append(hazard)
+            continue
+        verdict = (hazard.fails_under_torch, hazard.retained)
+        cause = (hazard.kind, id(node), hazard.first_backward.call, verdict)
+        host = by_cause.get(cause)
+        if host is None and isinstance(hazard, (SharedHazard, RepeatedHazard)) and hazard.loop is not None:
+            host = by_node.get(id(node))  # walked again on a later iteration: the hoisted or carried value
+            hosted = out[host] if host is not None else None
+            if not isinstance(hosted, ReuseHazard) or (hosted.fails_under_torch, hosted.retained) != verdict:
+                host = None
+        if host is None:
+            by_cause[cause] = len(out)
+            if isinstance(hazard, (HoistedHazard, CarriedHazard)):
+                by_node.setdefault(id(node), len(out))
+            out.append(hazard)
+            continue
+        kept = out[host]
+        assert isinstance(kept, ReuseHazard)
+        if hazard.fails_at is not kept.fails_at and hazard.fails_at not in kept.also_fails_at:
+            out[host] = replace(kept, also_fails_at=kept.also_fails_at + (hazard.fails_at,))
+    return out
+
+
+def one_per_total(found: Iterable[AccumulationHazard]) -> list[AccumulationHazard]:
+    """One TL003 hazard per total and loop: the statements of the arms of an
+    if/else that add into the same total are one retention."""
+    out: dict[tuple, AccumulationHazard] = {}
+    for hazard in found:
+        total = (_source(hazard.accumulator_target), hazard.loop, hazard.retention_with_backward)
+        kept = out.get(total)
+        out[total] = hazard if kept is None else replace(kept, also=kept.also + (hazard,))
+    return list(out.values())
+
+
+def _source(node: cst.CSTNode) -> str:
+    return cst.Module(body=()).code_for_node(node)
 
 
 def _shared_prefix(first: tuple, second: tuple) -> tuple:
