@@ -178,6 +178,7 @@ def test_safe_fixes_only_touch_reported_totals():
         "tl003_eval_loop_without_no_grad.py": ["val_loss += F.cross_entropy(logits, y).item()"],
         "tl003_dict_metric_accumulation.py": ['metrics["loss"] += loss.detach()'],
         "tl003_total_equals_total_plus_loss.py": ["running = running + loss.detach()"],
+        "tl003_total_in_both_branches.py": ["total += loss.detach()", "total += (2 * loss).detach()"],
     }
 
 
