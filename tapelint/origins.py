@@ -18,9 +18,10 @@ from tapelint.diagnostics import Diagnostic, Range, Related, Role
 
 _WHAT = {
     Role.DEFINITION: "created inside",
-    Role.FIRST_BACKWARD: "the backward that frees it runs inside",
+    Role.FIRST_BACKWARD: "the earlier backward (it frees or, with retain_graph=True, keeps the graph) runs inside",
     Role.FAILS_AT: "the backward that fails runs inside",
     Role.ACCUMULATOR: "accumulated inside",
+    Role.STEP: "the step runs inside",
 }
 
 

@@ -54,6 +54,18 @@ NO_EDIT = {
     "tl003_second_output_of_unknown_model_summed.py": (
         "the kept value is what an unknown model returns, which may be no tensor (a tuple, a dict): "
         "`.detach()`/`.item()` there is a suggestion, not an edit", {"detach", "item"}),
+    "tl001_log_probs_kept_from_previous_episode.py": (
+        "the value is computed in the loop and kept in a list on the policy: emptying the list after the "
+        "backward is the fix, a statement whose place is the user's decision", {"recompute", "detach"}),
+    "tl002_shared_in_both_branches.py": (
+        "each arm of the if/else walks the freed value: the edits made for the two arms rewrite the same first "
+        "backward and collide, so the one finding offers them as suggestions", {"combine", "detach"}),
+    "tl007_optimizer_from_factory.py": (
+        "retain_graph=True kept the graph: moving the step would leave a walk a strict tape rejects",
+        {"reorder", "recompute", "combine"}),
+    "tl007_step_inside_helper_method.py": (
+        "the backward and the step run inside one helper called for both updates: reordering them is a rewrite",
+        {"reorder", "recompute", "combine"}),
     "tl007_manual_update_under_no_grad.py": (
         "an update written by hand: where it may go is the user's decision", {"reorder", "recompute", "combine"}),
 }
@@ -166,6 +178,7 @@ def test_safe_fixes_only_touch_reported_totals():
         "tl003_eval_loop_without_no_grad.py": ["val_loss += F.cross_entropy(logits, y).item()"],
         "tl003_dict_metric_accumulation.py": ['metrics["loss"] += loss.detach()'],
         "tl003_total_equals_total_plus_loss.py": ["running = running + loss.detach()"],
+        "tl003_total_in_both_branches.py": ["total += loss.detach()", "total += (2 * loss).detach()"],
     }
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.analysis.findings import StaleHazard
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.staleness import OptimizerRef, is_optimizer_class
 from tapelint.settings import Settings
 
@@ -183,3 +184,87 @@ def test_instances_of_one_class_are_told_apart_by_the_call_that_ran_them() -> No
     assert not stale(TWIN_CRITICS.format(second="q2"))
     found = stale(TWIN_CRITICS.format(second="q1"))
     assert [h.module for h in found] == ["q1"]
+
+
+LIGHTNING_GAN = """
+import torch
+import torch.nn as nn
+import lightning as L
+class GAN(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.g = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
+        self.d = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    def training_step(self, batch, batch_idx):
+        opt_g, opt_d = self.optimizers()
+        d_fake = self.d(self.g(torch.randn(5, 4)))
+        opt_d.zero_grad()
+        self.manual_backward(self.d(batch).mean() - d_fake.mean(), retain_graph=True)
+        {stepped}.step()
+        opt_g.zero_grad()
+        self.manual_backward(-d_fake.mean())
+        opt_g.step()
+    def configure_optimizers(self):
+        opt_g = torch.optim.Adam(self.g.parameters())
+        opt_d = torch.optim.Adam(self.d.parameters())
+        return {returned}
+"""
+
+
+@pytest.mark.parametrize("returned", ["opt_g, opt_d", "(opt_g, opt_d)",
+                                      "{'optimizer': opt_g}, {'optimizer': opt_d, 'lr_scheduler': None}"])
+def test_lightning_optimizers_are_what_configure_optimizers_returned(returned: str) -> None:
+    """The library's `self.optimizers()` (no stand-in class): the step of `opt_d`
+    updates what `configure_optimizers` built it over, and `opt_g`'s does not."""
+    found = stale(LIGHTNING_GAN.format(stepped="opt_d", returned=returned))
+    assert [(h.module, h.step.label) for h in found] == [("self.d", "opt_d.step()")]
+    assert not stale(LIGHTNING_GAN.format(stepped="opt_g", returned=returned))
+
+
+def test_a_list_of_optimizers_steps_only_what_every_element_updates() -> None:
+    """`return [opt_g, opt_d], []`: the list's elements are joined, so which one
+    `opt_d` is stays unknown, and a step makes stale only what both would."""
+    assert not stale(LIGHTNING_GAN.format(stepped="opt_d", returned="[opt_g, opt_d], []"))
+    shared = LIGHTNING_GAN.replace("torch.optim.Adam(self.g.parameters())", "torch.optim.Adam(self.parameters())")
+    assert stale(shared.format(stepped="opt_d", returned="[opt_g, opt_d], []"))
+
+
+def test_a_step_of_one_of_two_optimizers_picked_by_a_branch() -> None:
+    code = GAN_STEP.format(d="nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))",
+                           opt="torch.optim.SGD(D.parameters(), lr=0.1)")
+    either = code.replace("opt.step()", "(opt if flag else other).step()").replace(
+        "\nscore = ", "\nflag = len(str(D)) > 3\nother = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)\nscore = ", 1)
+    assert stale(code) and not stale(either)
+    both = either.replace("nn.Linear(2, 2).parameters()", "D.parameters()")
+    assert stale(both)
+
+
+def test_the_step_is_named_as_written() -> None:
+    d = "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))"
+    code = GAN_STEP.format(d=d, opt="torch.optim.SGD(D.parameters(), lr=0.1)").replace(
+        "opt.step()", "scaler.step(opt)")
+    found = stale("import torch\nscaler = torch.amp.GradScaler('cpu')\n" + code)
+    assert [h.step.label for h in found] == ["scaler.step(opt)"]
+
+
+def test_an_optimizer_built_by_a_helper_says_which_call_built_it() -> None:
+    d = "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))"
+    code = GAN_STEP.format(d=d, opt="make(D)").replace(
+        "D = ", "def make(model):\n    return torch.optim.SGD(model.parameters(), lr=0.1)\nD = ", 1)
+    assert [h.step.updates for h in stale(code)] == ["model.parameters(), as built by `make(D)`"]
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        ("scaler.step(optimizer_D)", "scaler.step(optimizer_D)"),
+        ("self._update(self.opt_d, d_loss, retain=True)", "self._update(self.opt_d, d_loss, ...)"),
+        ("itertools.chain(generator.parameters(), discriminator.parameters())", "itertools.chain(...)"),
+        ("f('a, b', [1, 2, 3], g(h(1, 2), 3), zzzzzzzzzzzzzzzzzzzzzzz)", "f('a, b', [1, 2, 3], ...)"),
+        ("update(\n    opt,\n    loss,\n)", "update( opt, loss, )"),
+        ("x" * 50, "x" * 37 + "..."),
+    ],
+)
+def test_long_expressions_are_abbreviated_at_whole_arguments(code: str, shown: str) -> None:
+    assert abbreviate(code) == shown

@@ -101,6 +101,7 @@ class Accumulations:
                 accumulator=acc.statement,
                 accumulator_target=acc.target,
                 retention_with_backward=with_backward,
+                also=(),
             )
         return found
 

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import Hazard, HazardKind
-from tapelint.analysis.model import BackwardEvent, Loop
+from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
 from tapelint.analysis.program import Program
 from tapelint.diagnostics import Role
 
 _ROLES = {"definition": Role.DEFINITION, "first_backward": Role.FIRST_BACKWARD, "fails_at": Role.FAILS_AT,
-          "accumulator": Role.ACCUMULATOR}
+          "accumulator": Role.ACCUMULATOR, "kept_by": Role.FIRST_BACKWARD, "step": Role.STEP}
+Event = Union[BackwardEvent, StepEvent]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class _Placer:
                     self.entries[fn] = call
         self.members: dict[cst.FunctionDef, set[int]] = {}
         self.names: dict[cst.FunctionDef, set[str]] = {}
-        self.events: dict[int, BackwardEvent] = {}
+        self.events: dict[int, Event] = {}
 
     def _crossings(self, chain: tuple) -> Iterable[tuple[Optional[cst.Call], cst.FunctionDef]]:
         """Each function of another module in `chain`, with the last call of
@@ -104,17 +106,24 @@ class _Placer:
     def place(self, hazard: Hazard) -> Optional[Located]:
         origins: list[Origin] = []
         changes: dict[str, object] = {}
-        events = [f.name for f in fields(hazard) if isinstance(getattr(hazard, f.name), BackwardEvent)]
+        events = [f.name for f in fields(hazard) if isinstance(getattr(hazard, f.name), (BackwardEvent, StepEvent))]
         for name in events:
             event = getattr(hazard, name)
             moved = self._event(event, name, origins)
             if moved is None:
                 return None
             changes[name] = moved
+        for f in fields(hazard):  # `also_fails_at`: more walks of the same hazard
+            value = getattr(hazard, f.name)
+            if isinstance(value, tuple) and value and all(isinstance(e, BackwardEvent) for e in value):
+                moved_all = [self._event(e, "fails_at", origins) for e in value]
+                if any(e is None for e in moved_all):
+                    return None
+                changes[f.name] = tuple(moved_all)
         fallback = next((e.call for e in changes.values() if isinstance(e, BackwardEvent)), None)
         for f in fields(hazard):
             value = getattr(hazard, f.name)
-            if f.name in events or not isinstance(value, (cst.CSTNode, Loop)):
+            if f.name in events or f.name in changes or not isinstance(value, (cst.CSTNode, Loop)):
                 continue
             node = value.node if isinstance(value, Loop) else value
             found = self._foreign(node)
@@ -134,8 +143,7 @@ class _Placer:
                 changes[f.name] = call
             if f.name == "definition" and hazard.kind is not HazardKind.CARRIED and self._named_in(hazard.value, fn):
                 # the name is the other function's (`out`): show the call that returns it here
-                text = self.root.module.code_for_node(call).strip()
-                changes["value"] = text if len(text) <= 40 else text[:37] + "..."
+                changes["value"] = abbreviate(self.root.module.code_for_node(call))
         if not changes:
             return Located(hazard)
         anchor = getattr(hazard, "anchor", None)  # only some hazard kinds have one
@@ -149,11 +157,12 @@ class _Placer:
             names = self.names[fn] = {n.value for n in _walk(fn) if type(n) is cst.Name}
         return value.split(".")[0] in names
 
-    def _event(self, event: BackwardEvent, name: str, origins: list[Origin]) -> Optional[BackwardEvent]:
+    def _event(self, event: Event, name: str, origins: list[Origin]) -> Optional[Event]:
         found = self._foreign(event.call)
         if found is None:
             return event
-        call, fn = found
+        crossings = list(self._crossings(event.context))
+        call, fn = crossings[-1] if crossings else found  # the chain this event ran under says which call it was
         origins.append(self._origin(_ROLES[name], event.call, fn))
         if call is None:
             return None

@@ -23,7 +23,7 @@ from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.anchors import Located, relocate
 from tapelint.analysis.findings import Hazard
 from tapelint.analysis.fix_facts import with_roles, with_shapes
-from tapelint.analysis.hazards import HazardLog
+from tapelint.analysis.hazards import HazardLog, one_per_total
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
 from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop, StepEvent
@@ -108,7 +108,7 @@ class ModuleAnalysis:
         root cause."""
         accumulated = self.accumulations.found(self.store)
         found: list[Hazard] = list(self.log.found({id(node) for node in accumulated}))
-        return found + list(accumulated.values())
+        return found + one_per_total(accumulated.values())
 
     def contexts(self) -> list[tuple[cst.CSTNode, tuple]]:
         """Each node's site and each backward's call, with the chain of calls it ran under."""

@@ -4,7 +4,7 @@ dereferences a field that another kind leaves empty)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import ClassVar, Optional
 
@@ -34,6 +34,10 @@ class Hazard:
     definition: cst.CSTNode  # where its node is created
     fails_under_torch: bool
 
+    def others(self) -> tuple[Hazard, ...]:
+        """The same hazard as found at its other sites (one finding per hazard)."""
+        return ()
+
 
 @dataclass(frozen=True)
 class ReuseHazard(Hazard):
@@ -47,14 +51,24 @@ class ReuseHazard(Hazard):
     op: str  # the calls assumed to save tensors, for the message
     first_backward: BackwardEvent
     fails_at: BackwardEvent
+    # The other walks into the same released ground (each branch of an if/else that
+    # backwards the value, later iterations' walks of a hoisted one): one hazard, one finding.
+    also_fails_at: tuple[BackwardEvent, ...]
+
+    def others(self) -> tuple[Hazard, ...]:
+        return tuple(replace(self, fails_at=event, also_fails_at=()) for event in self.also_fails_at)
 
 
 @dataclass(frozen=True)
 class HoistedHazard(ReuseHazard):
-    """TL001: created once outside `loop` (or cached), walked on every iteration."""
+    """TL001: created once outside `loop` (or cached), walked on every iteration;
+    or (`earlier_iteration`) created inside `loop` and reached again as an
+    earlier iteration's value (a cache filled once, an element a list keeps)."""
 
     kind: ClassVar[HazardKind] = HazardKind.HOISTED
     loop: Loop
+    earlier_iteration: bool
+    kept_in: Optional[cst.CSTNode]  # where the container that keeps it was created (`self.saved = []`)
     # Set by `analysis.fix_facts` once the module is interpreted (unknown until then):
     definition_shape: ValueShape = ValueShape.OTHER  # what `definition` evaluates to
 
@@ -101,8 +115,14 @@ class AccumulationHazard(Hazard):
     accumulator: cst.CSTNode  # the accumulating statement (AugAssign, Assign, `.append(...)` call)
     accumulator_target: cst.BaseExpression  # the total
     retention_with_backward: bool  # each iteration backwards (else: an evaluation loop)
+    # The other statements that accumulate into the same total in the same loop
+    # (`total += loss` in one arm of an if/else, `total += 2 * loss` in the other).
+    also: tuple[AccumulationHazard, ...]
     # Set by `analysis.fix_facts` once the module is interpreted: what the added value evaluates to.
     value_shape: ValueShape = ValueShape.OTHER
+
+    def others(self) -> tuple[Hazard, ...]:
+        return self.also
 
 
 @dataclass(frozen=True)
@@ -118,11 +138,19 @@ class RetainHazard(Hazard):
 @dataclass(frozen=True)
 class StaleHazard(Hazard):
     """TL007: `fails_at` walks `value` (created at `definition`), which saved a
-    parameter of `module` that `step` changed in place after it was created."""
+    parameter of `module` that `step` changed in place after it was created.
+
+    The scope the user reads is the innermost one that runs both the step and
+    the failing backward: `fails_site` and `step_site` are the statements'
+    calls there (`self._update(opt_g, g_loss)` running `loss.backward()` and
+    `opt.step()` in a helper), the backward and the step themselves when
+    they are written in that scope."""
 
     kind: ClassVar[HazardKind] = HazardKind.STALE
     step: StepEvent
     fails_at: BackwardEvent
+    fails_site: cst.CSTNode  # the primary range: the failing backward, or the call here that runs it
+    step_site: cst.CSTNode  # the step, or the call here that runs it
     module: str  # the module whose parameter was saved, as the user's scope names it
     loop: Optional[Loop]  # set when the stale node is the previous iteration's of this loop (carried)
     # The call in the backward's scope through which a node made in a callee

@@ -11,13 +11,15 @@ them as the interpreter reports backward events.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import libcst as cst
 
 from tapelint.analysis.findings import (
+    AccumulationHazard,
     CarriedHazard,
+    Hazard,
     HazardKind,
     HoistedHazard,
     RepeatedHazard,
@@ -135,14 +137,14 @@ class HazardLog:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}
         for reuse in find_reuse(event.roots, state.released):
-            self._record_reuse(event, reuse)
+            self._record_reuse(event, reuse, state)
         self._check_retained(event, state)
         for reuse in find_reuse(event.roots, state.kept):
             if stale_keys.intersection(reuse.group):
                 continue  # a step changed what the kept graph saved: TL007 says why it fails, under both
             if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
                        for h in self.hazards.values()):
-                self._record_reuse(event, reuse, strict_only=True)
+                self._record_reuse(event, reuse, state, strict_only=True)
         walked = [key for key, _ in walk(event.roots)]
         if event.retains is Retains.NO:
             for key in walked:
@@ -154,11 +156,14 @@ class HazardLog:
                 state.kept.setdefault(key, event)
 
     def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard | StaleHazard]:
-        """Every reuse found, except those whose reused node is in `except_nodes`
-        (ids of running totals that TL003 reports: one finding, one root cause)."""
-        return [h for key, h in self.hazards.items() if id(self.reused_nodes.get(key)) not in except_nodes]
+        """Every hazard found, one per root cause: except those whose reused node
+        is in `except_nodes` (ids of running totals that TL003 reports), and with
+        the walks into the same released ground merged (`one_per_cause`)."""
+        found = [(self.reused_nodes.get(key), h) for key, h in self.hazards.items()
+                 if id(self.reused_nodes.get(key)) not in except_nodes]
+        return one_per_cause(found)
 
-    def _record_reuse(self, event: BackwardEvent, reuse: Reuse, strict_only: bool = False) -> None:
+    def _record_reuse(self, event: BackwardEvent, reuse: Reuse, state: State, strict_only: bool = False) -> None:
         """Turn a walk into released (or, `strict_only`, retained) ground into
         a hazard of the kind that where the reused node was created decides."""
         node, age = reuse.frontier
@@ -198,23 +203,26 @@ class HazardLog:
         if kind is HazardKind.CARRIED:
             assert loop is not None
             hazard = CarriedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   loop=loop, anchor=_definition_site(node, event))
+                                   (), loop=loop, anchor=_call_in(event.context, node.context))
         elif kind is HazardKind.HOISTED:
             assert loop is not None
             hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   loop=loop)
+                                   (), loop=loop, earlier_iteration=age is not None,
+                                   kept_in=self._container_holding(node, state) if age is not None else None)
         elif kind is HazardKind.REPEATED:
             hazard = RepeatedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                    loop=loop)
+                                    (), loop=loop)
         else:
             hazard = SharedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                  loop=loop)
+                                  (), loop=loop)
         self.hazards[key] = hazard
 
     def _record_stale(self, event: BackwardEvent, hit: tuple[Key, StepEvent], state: State) -> None:
-        """One stale-graph finding per backward: the first stale node it meets."""
+        """One stale-graph finding per backward (per call here that runs it): the first stale node it meets."""
         key, step = hit
-        hkey = (HazardKind.STALE, event.call)
+        scope = _shared_prefix(event.context, step.context)
+        fails_site = _call_in(scope, event.context) or event.call
+        hkey = (HazardKind.STALE, event.call, fails_site)
         if hkey in self.hazards:
             return
         node, age = key
@@ -226,11 +234,23 @@ class HazardLog:
             fails_under_torch=True,
             step=step,
             fails_at=event,
-            module=module_name(node, step, event, self.store),
+            fails_site=fails_site,
+            step_site=_call_in(scope, step.context) or step.call,
+            module=module_name(node, step, scope, self.store),
             kept_by=state.kept.get(key),
             loop=age,
-            anchor=_definition_site(node, event),
+            anchor=_call_in(scope, node.context),
         )
+
+    def _container_holding(self, node: AbstractNode, state: State) -> Optional[cst.CSTNode]:
+        """Where the list or dict that holds `node` as an element was created
+        (`self.saved_log_probs = []`), when one does: an earlier iteration's
+        value reached through a container the loop keeps adding to."""
+        for key, vals in state.env.items():
+            if key.startswith("<list@") and any(v is node or (isinstance(v, Carried) and v.node is node)
+                                                for v in vals):
+                return self.store.list_site(key)
+        return None
 
     def _check_retained(self, event: BackwardEvent, state: State) -> None:
         if event.is_grad:
@@ -256,13 +276,70 @@ class HazardLog:
             return
 
 
-def _definition_site(node: AbstractNode, event: BackwardEvent) -> Optional[cst.CSTNode]:
-    """Where a carried value is re-created in the loop: a node made inside a
-    function that the loop called (`model(x, h)` running `forward`) is
-    reported at that call, where the user detaches what is carried."""
-    depth = len(event.context)
-    if node.context[:depth] == event.context and len(node.context) > depth:
-        call = node.context[depth]
-        if type(call) is cst.Call:
-            return call
+def one_per_cause(found: list[tuple[Optional[AbstractNode], Hazard]]) -> list[Hazard]:
+    """One hazard per released value: a reuse of the same node, released by
+    the same first walk, reached again by another backward (the other arm of
+    an if/else, a third walk) is the same hazard, and so is a reuse across
+    iterations of a node TL001/TL005 already reports; the other backwards
+    become `also_fails_at`. Reuses that fail under different semantics stay
+    apart (each is reported under its own)."""
+    out: list[Hazard] = []
+    by_cause: dict[tuple, int] = {}
+    by_node: dict[int, int] = {}  # a node's TL001/TL005 hazard
+    first = [(n, h) for n, h in found if isinstance(h, (HoistedHazard, CarriedHazard))]
+    for node, hazard in first + [(n, h) for n, h in found if not isinstance(h, (HoistedHazard, CarriedHazard))]:
+        if not isinstance(hazard, ReuseHazard) or node is None:
+            out.append(hazard)
+            continue
+        verdict = (hazard.fails_under_torch, hazard.retained)
+        cause = (hazard.kind, id(node), hazard.first_backward.call, verdict)
+        host = by_cause.get(cause)
+        if host is None and isinstance(hazard, (SharedHazard, RepeatedHazard)) and hazard.loop is not None:
+            host = by_node.get(id(node))  # walked again on a later iteration: the hoisted or carried value
+            hosted = out[host] if host is not None else None
+            if not isinstance(hosted, ReuseHazard) or (hosted.fails_under_torch, hosted.retained) != verdict:
+                host = None
+        if host is None:
+            by_cause[cause] = len(out)
+            if isinstance(hazard, (HoistedHazard, CarriedHazard)):
+                by_node.setdefault(id(node), len(out))
+            out.append(hazard)
+            continue
+        kept = out[host]
+        assert isinstance(kept, ReuseHazard)
+        if hazard.fails_at is not kept.fails_at and hazard.fails_at not in kept.also_fails_at:
+            out[host] = replace(kept, also_fails_at=kept.also_fails_at + (hazard.fails_at,))
+    return out
+
+
+def one_per_total(found: Iterable[AccumulationHazard]) -> list[AccumulationHazard]:
+    """One TL003 hazard per total and loop: the statements of the arms of an
+    if/else that add into the same total are one retention."""
+    out: dict[tuple, AccumulationHazard] = {}
+    for hazard in found:
+        total = (_source(hazard.accumulator_target), hazard.loop, hazard.retention_with_backward)
+        kept = out.get(total)
+        out[total] = hazard if kept is None else replace(kept, also=kept.also + (hazard,))
+    return list(out.values())
+
+
+def _source(node: cst.CSTNode) -> str:
+    return cst.Module(body=()).code_for_node(node)
+
+
+def _shared_prefix(first: tuple, second: tuple) -> tuple:
+    """The chain of inlined calls that two events share: the scope that runs both."""
+    depth = 0
+    while depth < min(len(first), len(second)) and first[depth] is second[depth]:
+        depth += 1
+    return first[:depth]
+
+
+def _call_in(scope: tuple, context: tuple) -> Optional[cst.Call]:
+    """The call written in `scope` through which code running under
+    `context` ran (`self._update(opt, loss)` for its `opt.step()`); None when
+    it runs in `scope` itself, or outside it."""
+    depth = len(scope)
+    if context[:depth] == scope and len(context) > depth and type(context[depth]) is cst.Call:
+        return context[depth]
     return None

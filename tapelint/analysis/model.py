@@ -235,6 +235,3 @@ class StepEvent:
     label: str  # what the user wrote: "optimizer_D.step()", "p -= lr * p.grad"
     updates: str  # what it updates, as written ("discriminator.parameters()")
     owners: frozenset = field(repr=False)  # the owners of the parameters it updates (`staleness.owners`)
-    # The user-class instances it updates (`ModuleRef`s), to tell apart two
-    # instances of one class (`q1`, `q2`), whose layers share their owners.
-    instances: frozenset = field(default=frozenset(), repr=False)

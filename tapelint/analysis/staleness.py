@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import (
     OPAQUE,
@@ -46,6 +47,7 @@ from tapelint.analysis.model import (
     StepEvent,
     Tracked,
     TupleVal,
+    tuple_of,
 )
 from tapelint.analysis.state import EMPTY, Key, State, Vals
 from tapelint.analysis.store import StoreView
@@ -87,6 +89,7 @@ class OptimizerRef:
     roots: frozenset
     updates: str  # its parameter argument as written, for messages
     instances: frozenset = frozenset()  # user-class instances named in it (`q1.parameters()`)
+    context: tuple = ()  # the chain of inlined calls it was built under (`make_optimizer(model)`)
 
 
 def is_optimizer_class(name: str) -> bool:
@@ -111,9 +114,41 @@ def optimizer(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
                     instances.add(value)
             else:
                 roots.add(value)
-    text = frame.program.module.code_for_node(expr).strip() if expr is not None else "its parameters"
-    text = text if len(text) <= 50 else text[:47] + "..."
-    return frozenset((OptimizerRef(call, frozenset(roots), text, frozenset(instances)),))
+    text = abbreviate(frame.program.module.code_for_node(expr), 50) if expr is not None else "its parameters"
+    return frozenset((OptimizerRef(call, frozenset(roots), text, frozenset(instances), frame.context),))
+
+
+def configured_optimizers(returned: Vals, state: State) -> Vals:
+    """What Lightning's `self.optimizers()` gives, from what the module's
+    `configure_optimizers()` returned: one optimizer as itself, several as
+    they were returned (a tuple keeps their positions for `opt_g, opt_d =
+    self.optimizers()`; a list's are joined, so each name may be any of them),
+    the optimizers of `([opts], [schedulers])` and of `{"optimizer": opt,
+    "lr_scheduler": ...}` dicts."""
+    out: set = set()
+    for value in returned:
+        if isinstance(value, TupleVal):
+            items = [_optimizers_of(frozenset(item), state) for item in value.items]
+            if items and all(len(item) == 1 for item in items):
+                out.add(tuple_of(items))
+            elif items:
+                out |= configured_optimizers(value.items[0], state)
+        elif isinstance(value, ListRef):
+            out |= _optimizers_of(frozenset((value,)), state)  # a list's elements are joined: which is which is unknown
+        elif isinstance(value, OptimizerRef):
+            out.add(value)
+    return frozenset(out)
+
+
+def _optimizers_of(vals: Vals, state: State) -> frozenset:
+    """The optimizers among `vals` or the elements of a list or dict there."""
+    out: set = set()
+    for value in vals:
+        if isinstance(value, OptimizerRef):
+            out.add(value)
+        elif isinstance(value, ListRef):
+            out |= {v for v in state.env.get(value.key, EMPTY) if isinstance(v, OptimizerRef)}
+    return frozenset(out)
 
 
 def _roots(vals: Iterable, state: State) -> Iterator[cst.CSTNode]:
@@ -215,16 +250,31 @@ def on_step(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Vals, a
         # marking now would make the closure's own fresh graph look stale.
         return
     stepped = [v for v in receiver if isinstance(v, OptimizerRef)]
-    name = dotted_name(func.value) or "optimizer"
     if not stepped:
         stepped = [v for _, vals in args[:1] for v in vals if isinstance(v, OptimizerRef)]
-        name = dotted_name(call.args[0].value) or name if stepped else name
     if not stepped:
         return
-    updated = owners(frame, (root for opt in stepped for root in opt.roots))
-    instances = frozenset(v for opt in stepped for v in opt.instances)
-    _mark(frame, StepEvent(call, frame.loops, frame.context, f"{name}.step()", stepped[0].updates, updated, instances),
-          state)
+    updated = [owners(frame, opt.roots) for opt in stepped]
+    # Which optimizer steps may be unknown (`opt_g, opt_d = self.optimizers()` read
+    # from a list, a branch that picks one): only what every candidate would make
+    # stale surely is.
+    keys = set.intersection(*(_stale_keys(frame, owned, opt.instances, state) for opt, owned in zip(stepped, updated)))
+    label = abbreviate(frame.program.module.code_for_node(call))
+    event = StepEvent(call, frame.loops, frame.context, label, _updates(frame, stepped[0]), frozenset().union(*updated))
+    frame.recorder.step(event)
+    for key in keys:
+        state.stale[key] = event
+
+
+def _updates(frame: Frame, opt: OptimizerRef) -> str:
+    """What the stepped optimizer updates, for the message: its parameter
+    argument as written, and the call that built it when that was a helper
+    of the stepping scope (`make_optimizer(discriminator)`, whose argument
+    reads `model.parameters()`)."""
+    depth = len(frame.context)
+    if opt.context[:depth] == frame.context and len(opt.context) > depth and type(opt.context[depth]) is cst.Call:
+        return f"{opt.updates}, as built by `{abbreviate(frame.program.module.code_for_node(opt.context[depth]))}`"
+    return opt.updates
 
 
 def on_update(frame: Frame, site: cst.CSTNode, target: Vals, state: State) -> None:
@@ -238,35 +288,35 @@ def on_update(frame: Frame, site: cst.CSTNode, target: Vals, state: State) -> No
               and v.tracked is Tracked.YES]
     if not leaves:
         return
-    text = frame.program.module.code_for_node(site).strip()
-    label = text if len(text) <= 50 else text[:47] + "..."
+    label = abbreviate(frame.program.module.code_for_node(site), 50)
     names = ", ".join(dict.fromkeys(leaf.name or "its parameters" for leaf in leaves))
     updated = owners(frame, (leaf.site for leaf in leaves))
-    _mark(frame, StepEvent(site, frame.loops, frame.context, label, names, updated), state)
-
-
-def _mark(frame: Frame, event: StepEvent, state: State) -> None:
-    """Every node reachable from a live binding that saved a parameter the
-    event updates is stale from now on."""
+    event = StepEvent(site, frame.loops, frame.context, label, names, updated)
     frame.recorder.step(event)
-    updated = event.owners
+    for key in _stale_keys(frame, updated, frozenset(), state):
+        state.stale[key] = event
+
+
+def _stale_keys(frame: Frame, updated: frozenset, instances: frozenset, state: State) -> set[Key]:
+    """The keys of the nodes reachable from a live binding, not stale yet,
+    that saved a parameter of an owner in `updated` (and were not made by
+    another instance of a stepped class than `instances`)."""
     if not updated:
-        return
+        return set()
     live: list = []
     for env in (state.env, *frame.fallback):
         for vals in env.values():
             live.extend(frame.graph_values(vals, state))
-    for key, _ in walk(live):
-        if key not in state.stale and saved_parameter(key[0], updated, frame.store) is not None \
-                and not _other_instance(frame, key[0], event, state):
-            state.stale[key] = event
+    return {key for key, _ in walk(live)
+            if key not in state.stale and saved_parameter(key[0], updated, frame.store) is not None
+            and not _other_instance(frame, key[0], instances, state)}
 
 
-def _other_instance(frame: Frame, node: AbstractNode, event: StepEvent, state: State) -> bool:
+def _other_instance(frame: Frame, node: AbstractNode, instances: frozenset, state: State) -> bool:
     """Was `node` made by the forward of another instance of a class whose
-    stepped instances are known (`q2(s, a)` when `q1_opt` steps `q1`)? The
+    stepped `instances` are known (`q2(s, a)` when `q1_opt` steps `q1`)? The
     call in this scope that ran the forward says which instance it was."""
-    if not event.instances:
+    if not instances:
         return False
     depth = len(frame.context)
     if node.context[:depth] != frame.context or len(node.context) <= depth:
@@ -275,8 +325,8 @@ def _other_instance(frame: Frame, node: AbstractNode, event: StepEvent, state: S
     if type(call) is not cst.Call or dotted_name(call.func) is None:
         return False
     called = [v for v in frame.eval(call.func, state) if isinstance(v, ModuleRef) and v.user_class is not None]
-    known = {v.user_class for v in event.instances}
-    return bool(called) and all(v.user_class in known and v not in event.instances for v in called)
+    known = {v.user_class for v in instances}
+    return bool(called) and all(v.user_class in known and v not in instances for v in called)
 
 
 def saved_parameter(node: AbstractNode, updated: frozenset, store: StoreView) -> Optional[AbstractNode]:
@@ -345,12 +395,13 @@ def stale_walks(event: BackwardEvent, state: State, store: StoreView) -> list[tu
     return hits
 
 
-def module_name(node: AbstractNode, step: StepEvent, event: BackwardEvent, store: StoreView) -> str:
-    """Whose parameters `node` saved, as the user's scope names it: the
-    call through which a module's forward ran (`discriminator(...)`), else
-    the parameter itself (`scale` in `x * scale`) or the layer called."""
-    depth = len(event.context)
-    if node.context[:depth] == event.context and len(node.context) > depth:
+def module_name(node: AbstractNode, step: StepEvent, scope: tuple, store: StoreView) -> str:
+    """Whose parameters `node` saved, as the user's scope (the chain of
+    inlined calls `scope`) names it: the call through which a module's
+    forward ran (`discriminator(...)`), else the parameter itself (`scale`
+    in `x * scale`) or the layer called."""
+    depth = len(scope)
+    if node.context[:depth] == scope and len(node.context) > depth:
         call = node.context[depth]
         if type(call) is cst.Call:
             return dotted_name(call.func) or node.op

@@ -13,6 +13,8 @@ from typing import Optional, Protocol
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
+
 from tapelint.analysis.model import (
     AbstractNode,
     BackwardEvent,
@@ -50,6 +52,8 @@ class StoreView(Protocol):
     def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]: ...
 
     def display_name(self, node: AbstractNode) -> str: ...
+
+    def list_site(self, key: str) -> Optional[cst.CSTNode]: ...
 
 
 class NodeStore:
@@ -128,6 +132,10 @@ class NodeStore:
         if lst is None:
             lst = self.lists[key] = ListRef(site, where.loops)
         return lst
+
+    def list_site(self, key: str) -> Optional[cst.CSTNode]:
+        """Where the container whose state key is `key` was created."""
+        return next((lst.site for lst in self.lists.values() if lst.key == key), None)
 
     def lists_within(self, context: tuple) -> set[str]:
         """The state keys of the containers created under the call chain
@@ -220,8 +228,7 @@ class NodeStore:
         """The user's name for a node, or its abbreviated source."""
         if node.name:
             return node.name
-        text = self.module.code_for_node(node.site).strip()
-        return text if len(text) <= 40 else text[:37] + "..."
+        return abbreviate(self.module.code_for_node(node.site))
 
     def release(self) -> None:
         """Break the abstract graph's cycles (loop back edges, closures that

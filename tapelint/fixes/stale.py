@@ -13,7 +13,7 @@ from tapelint.fixes.edits import backward_statement, builder, delete_statement, 
 @builder
 def reorder_step_edits(hazard: StaleHazard, ctx: SourceContext) -> tuple[Edit, ...]:
     """Delete `opt.step()` and put it after the failing backward, when both
-    are statements of one block, the step is a bare `name.step()`, the
+    are statements of one block of the scope the finding is reported in, the step is a bare `name.step()`, the
     statements between them are simple ones that do not name the optimizer
     (nothing in between can then depend on the step having run), and no
     `retain_graph=True` kept the graph (the reordered code then runs under
@@ -23,6 +23,8 @@ def reorder_step_edits(hazard: StaleHazard, ctx: SourceContext) -> tuple[Edit, .
         return ()  # an update by hand: where it may go is the user's decision
     if hazard.kept_by is not None:
         return ()  # the graph is kept by retain_graph=True: a strict tape would still reject the reordered code
+    if hazard.step_site is not call or hazard.fails_site is not hazard.fails_at.call:
+        return ()  # the step or the backward runs inside a helper: moving it is a rewrite of that helper
     func = call.func
     if call.args or type(func) is not cst.Attribute or type(func.value) is not cst.Name:
         return ()

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Generic, TypeVar, Union, cast
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import (
     AccumulationHazard,
     CarriedHazard,
@@ -23,7 +24,7 @@ from tapelint.analysis.findings import (
     SharedHazard,
     StaleHazard,
 )
-from tapelint.diagnostics import Diagnostic, Fix, Related, Role, Semantics, Severity
+from tapelint.diagnostics import Diagnostic, Edit, Fix, Related, Role, Semantics, Severity
 from tapelint.fixes.context import SourceContext
 
 
@@ -85,7 +86,24 @@ class Rule(Generic[H]):
             if hazard.kind in self.hazard_kinds:
                 mine = cast(H, hazard)  # each kind is one record type (`analysis.findings`)
                 if semantics in self.fails_under(mine):
-                    yield self.report(mine, ctx)
+                    yield self._one_finding(mine, ctx)
+
+    def _one_finding(self, hazard: H, ctx: ReportContext) -> Diagnostic:
+        """The diagnostic of a hazard found at more than one site (`others`: the
+        other arm of an if/else that walks the released value, or that adds
+        into the same total): reported once, each other site a related
+        location. A fix keeps edits that are the same for every site (a
+        detach at the definition) or that, together, cover every site
+        without overlapping (`.item()` in each arm); else it stays a
+        suggestion (an edit for one arm would leave the other)."""
+        diagnostic = self.report(hazard, ctx)
+        others = hazard.others()
+        if not others:
+            return diagnostic
+        variants = [self.report(cast(H, other), ctx) for other in others]
+        related = list(diagnostic.related) + [_other_site(other, ctx) for other in others]
+        fixes = tuple(_merged_fix(fix, variants) for fix in diagnostic.fixes)
+        return replace(diagnostic, related=tuple(related), fixes=fixes)
 
     def fails_under(self, hazard: H) -> tuple[Semantics, ...]:
         """A reuse fails under torch only if a reused node saved tensors; every
@@ -159,3 +177,50 @@ def loop_phrase(hazard: Union[HoistedHazard, SharedHazard, RepeatedHazard, Carri
     if loop.implicit:
         return f"`{loop.step_function}()`, which runs once per training step"
     return f"the loop at line {ctx.line_of(loop.node)}"
+
+
+def function_of(node: cst.CSTNode, ctx: ReportContext) -> str:
+    """The function of this module `node` is written in, as the user names
+    it (`Trainer._update`, `make_optimizer`), for a callee's related location."""
+    fn = ctx.names.ancestor(node, (cst.FunctionDef,))
+    if not isinstance(fn, cst.FunctionDef):
+        return "the module"
+    owner = ctx.names.ancestor(fn, (cst.ClassDef,))
+    return f"{owner.name.value}.{fn.name.value}" if isinstance(owner, cst.ClassDef) else fn.name.value
+
+
+def assigned_name(site: cst.CSTNode, ctx: ReportContext) -> str:
+    """What the user's scope calls the value created at `site`: the name it is
+    assigned to there (`d_real = discriminator(real)`), else its source, abbreviated."""
+    statement = ctx.names.ancestor(site, (cst.Assign,))
+    if isinstance(statement, cst.Assign) and statement.value is site and len(statement.targets) == 1:
+        return ctx.code_of(statement.targets[0].target)
+    return abbreviate(ctx.code_of(site))
+
+
+def _other_site(other: Hazard, ctx: ReportContext) -> Related:
+    """Where a hazard reported once is found again."""
+    if isinstance(other, AccumulationHazard):
+        return Related(Role.ACCUMULATOR, ctx.path, ctx.range_of(other.accumulator),
+                       "this statement adds into the same total too")
+    event = cast(ReuseHazard, other).fails_at
+    return Related(Role.FAILS_AT, ctx.path, ctx.range_of(event.call),
+                   "this backward walks it again too (another path to the same reuse)")
+
+
+def _merged_fix(fix: Fix, variants: list[Diagnostic]) -> Fix:
+    """`fix` made for every site of a hazard reported once (`Rule._one_finding`)."""
+    edits = list(fix.edits)
+    for variant in variants:
+        same = next((v for v in variant.fixes if v.kind is fix.kind), None)
+        if same is None or not same.edits or not edits:
+            return replace(fix, edits=())
+        edits += [e for e in same.edits if e not in edits]
+    def span(edit: Edit) -> tuple[tuple[int, int], tuple[int, int]]:
+        return (edit.range.start.line, edit.range.start.column), (edit.range.end.line, edit.range.end.column)
+
+    ordered = sorted(edits, key=span)
+    if any(span(b)[0] < span(a)[1] for a, b in zip(ordered, ordered[1:])):
+        return replace(fix, edits=())  # edits made for different sites collide: no sound combination
+    return replace(fix, edits=tuple(edits))
+

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
+import libcst as cst
+
 from tapelint.analysis.findings import HazardKind, HoistedHazard
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
 from tapelint.fixes.detach import definition_detach_edits
 from tapelint.fixes.edits import fix_of
 from tapelint.fixes.recompute import recompute_edits
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
+from tapelint.rules.base import (
+    Invalid,
+    ReportContext,
+    Rule,
+    Valid,
+    assigned_name,
+    loop_phrase,
+    reuse_related,
+    semantics_note,
+)
 
 
 class HoistedTrackedTensor(Rule[HoistedHazard]):
@@ -141,29 +155,55 @@ for step in range(3):
         name = hazard.value
         defined = ctx.line_of(hazard.definition)
         fails = ctx.line_of(hazard.fails_at.call)
-        if hazard.loop is not None and hazard.loop.implicit:
-            where = f"outside {loop_phrase(hazard, ctx)}"
-            when = "on the first step and fails on the second"
-        elif hazard.loop is not None and hazard.loop.node is not None and _inside(hazard, ctx):
-            where = f"once and kept across the iterations of {loop_phrase(hazard, ctx)}"
-            when = "on the first iteration and fails on the next"
+        inside = f"`{hazard.loop.step_function}()`" if hazard.loop.implicit else "the loop"
+        if hazard.kept_in is not None:
+            # An element added on every iteration and still in the container on the next
+            # (REINFORCE's log-probs of the previous episode): computed every time, kept too long.
+            container = _container_name(hazard.kept_in, ctx)
+            message = (
+                f"`{assigned_name(hazard.definition, ctx)}` (line {defined}) is computed on every iteration of {loop_phrase(hazard, ctx)}, but an "
+                f"element kept in {container} from the previous iteration is walked again by the backward at line "
+                f"{fails}, which freed it then. Empty the container after each backward (`del ...[:]`, "
+                f"`.clear()`), or detach what it keeps if that needs no gradient."
+            )
         else:
-            where = f"outside {loop_phrase(hazard, ctx)}"
-            when = "on the first iteration and fails on the second"
-        inside = f"`{hazard.loop.step_function}()`" if hazard.loop is not None and hazard.loop.implicit else "the loop"
-        message = (
-            f"`{name}` is computed once at line {defined}, {where}; the backward at line {fails} frees it "
-            f"{when}. Detach it if it needs no gradient, or compute it inside {inside}."
-            + semantics_note(hazard)
-        )
+            message = (
+                f"`{name}` is computed {self._when(hazard, ctx)}; the backward at line {fails} frees it "
+                f"{self._fails_when(hazard)}. Detach it if it needs no gradient, or compute it inside {inside}."
+            )
         return self.diagnostic(
             hazard,
             ctx,
             anchor=hazard.definition,
-            message=message,
+            message=message + semantics_note(hazard),
             related=reuse_related(hazard, ctx),
             fixes=self._fixes(hazard, ctx),
         )
+
+    @staticmethod
+    def _when(hazard: HoistedHazard, ctx: ReportContext) -> str:
+        """When the value is computed, as the analysis found it: once before the
+        loop (or outside the step function), or on an earlier iteration and
+        kept, not recomputed, on the next (a cache)."""
+        defined = ctx.line_of(hazard.definition)
+        loop = hazard.loop
+        if hazard.earlier_iteration:
+            earlier = f"an earlier call of `{loop.step_function}()`" if loop.implicit else \
+                f"an earlier iteration of {loop_phrase(hazard, ctx)}"
+            return f"at line {defined} in {earlier} and kept, not recomputed"
+        if not loop.implicit and type(loop.node) is cst.Call:
+            # the loop runs inside a function of another module, placed at this call
+            return (f"once, outside the loop that `{abbreviate(ctx.code_of(loop.node))}` (line {defined}) runs "
+                    f"in another file")
+        return f"once at line {defined}, outside {loop_phrase(hazard, ctx)}"
+
+    @staticmethod
+    def _fails_when(hazard: HoistedHazard) -> str:
+        if hazard.earlier_iteration:
+            return "then and fails on a later " + ("step" if hazard.loop.implicit else "iteration")
+        if hazard.loop.implicit:
+            return "on the first step and fails on the second"
+        return "on the first iteration and fails on the second"
 
     def _fixes(self, hazard: HoistedHazard, ctx: ReportContext) -> tuple[Fix, ...]:
         """Recompute first when it can be applied: it keeps the gradients."""
@@ -171,13 +211,23 @@ for step in range(3):
         detach = fix_of(FixKind.DETACH, Safety.UNSAFE,
                         f"detach `{name}` where it is created (it then gets no gradient)",
                         definition_detach_edits(hazard, ctx))
+        if hazard.kept_in is not None:
+            # It is computed inside the loop already: what makes each iteration walk only
+            # values it recomputed is emptying the container, a statement the user places.
+            recompute = fix_of(FixKind.RECOMPUTE, Safety.UNSAFE,
+                               f"empty {_container_name(hazard.kept_in, ctx)} after each backward, so every "
+                               f"iteration walks only the elements it computed", ())
+            return detach, recompute
         recompute = fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration",
                            recompute_edits(hazard, ctx))
         return (recompute, detach) if recompute.edits else (detach, recompute)
 
 
-def _inside(hazard: HoistedHazard, ctx: ReportContext) -> bool:
-    """Was the value created inside the loop's span (a cache filled on the first iteration)?"""
-    loop_range = ctx.range_of(hazard.loop.node)
-    at = ctx.range_of(hazard.definition)
-    return loop_range.start <= at.start and at.end <= loop_range.end
+def _container_name(site: cst.CSTNode, ctx: ReportContext) -> str:
+    """The container created at `site`, as its creation names it
+    (`self.saved_log_probs` of `self.saved_log_probs = []`)."""
+    statement = ctx.names.parent(site)
+    if type(site) in (cst.List, cst.Dict, cst.ListComp, cst.DictComp) and isinstance(statement, cst.Assign) \
+            and len(statement.targets) == 1:
+        return f"`{ctx.code_of(statement.targets[0].target)}` (created at line {ctx.line_of(site)})"
+    return f"the container created at line {ctx.line_of(site)}"

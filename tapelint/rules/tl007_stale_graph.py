@@ -8,7 +8,8 @@ from tapelint.analysis.findings import HazardKind, StaleHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety
 from tapelint.fixes.edits import fix_of
 from tapelint.fixes.stale import reorder_step_edits
-from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
+from tapelint.analysis.abbreviations import abbreviate
+from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, assigned_name, function_of, loop_phrase
 
 
 class StaleGraph(Rule[StaleHazard]):
@@ -101,52 +102,73 @@ g_loss.backward()
 
     def report(self, hazard: StaleHazard, ctx: ReportContext) -> Diagnostic:
         step = hazard.step
-        step_line = ctx.line_of(step.call)
         site = hazard.anchor if hazard.anchor is not None else hazard.definition
-        definition = ctx.line_of(site)
-        value = _name_at(site, ctx) if hazard.anchor is not None else hazard.value
+        value = assigned_name(site, ctx) if hazard.anchor is not None else hazard.value
+        backward = hazard.fails_at.call
+        through_step = hazard.step_site is not step.call  # the step runs inside a call written here
+        here = f"`{abbreviate(ctx.code_of(hazard.step_site))}` at line {ctx.line_of(hazard.step_site)}"
+        stepping = f"{here} (through its `{step.label}`)" if through_step else here
+        walking = "this backward"
+        if hazard.fails_site is not backward:
+            walking = (f"the backward this call runs (`{abbreviate(ctx.code_of(backward))}`, "
+                       f"line {ctx.line_of(backward)})")
         kept = ""
         if hazard.kept_by is not None:
             kept = (f" retain_graph=True at line {ctx.line_of(hazard.kept_by.call)} kept the graph, "
                     f"not the old weights.")
         carried = f" (carried from the previous iteration of {loop_phrase(hazard, ctx)})" if hazard.loop else ""
         message = (
-            f"`{value}` (line {definition}){carried} saved parameters of `{hazard.module}` that "
-            f"`{step.label}` at line {step_line} changes in place (it updates {step.updates}); "
-            f"this backward walks `{value}` after the step, so PyTorch fails here (\"modified by an "
-            f"inplace operation\").{kept} Step after all backwards, recompute the forward after the step, "
-            f"or add the losses and backward once."
+            f"`{value}` (line {ctx.line_of(site)}){carried} saved parameters of `{hazard.module}` that "
+            f"{stepping} changes in place (it updates {step.updates}); {walking} walks `{value}` after the "
+            f"step, so PyTorch fails here (\"modified by an inplace operation\").{kept} Step after all backwards, "
+            f"recompute the forward after the step, or add the losses and backward once."
         )
+        step_text = f"`{abbreviate(ctx.code_of(hazard.step_site))}`"
         return self.diagnostic(
             hazard,
             ctx,
-            anchor=hazard.fails_at.call,
+            anchor=hazard.fails_site,
             message=message,
-            related=(
-                Related(Role.DEFINITION, ctx.path, ctx.range_of(site),
-                        f"`{value}` is computed here, saving the parameters of `{hazard.module}`"),
-                Related(Role.STEP, ctx.path, ctx.range_of(step.call),
-                        f"`{step.label}` changes them in place"),
-                Related(Role.FAILS_AT, ctx.path, ctx.range_of(hazard.fails_at.call),
-                        "this backward needs the old values and fails"),
-            ),
+            related=_related(hazard, ctx, site, value),
             fixes=(
                 fix_of(FixKind.REORDER, Safety.UNSAFE,
-                       f"call `{step.label}` after this backward (its gradients then include this loss's)",
+                       f"call {step_text} after this backward (its gradients then include this loss's)",
                        reorder_step_edits(hazard, ctx)),
                 fix_of(FixKind.RECOMPUTE, Safety.UNSAFE,
-                       f"recompute `{value}` after `{step.label}` (the loss then uses the new weights)",
+                       f"recompute `{value}` after {step_text} (the loss then uses the new weights)",
                        ()),
                 fix_of(FixKind.COMBINE, Safety.UNSAFE, "add the losses and call backward once, before the step", ()),
             ),
         )
 
 
-def _name_at(call: cst.CSTNode, ctx: ReportContext) -> str:
-    """What the user's scope calls the result of `call`: the name it is
-    assigned to (`d_real = discriminator(real)`), else the call, abbreviated."""
-    statement = ctx.names.ancestor(call, (cst.Assign,))
-    if isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1:
-        return ctx.code_of(statement.targets[0].target)
-    text = ctx.code_of(call).strip()
-    return text if len(text) <= 40 else text[:37] + "..."
+def _related(hazard: StaleHazard, ctx: ReportContext, site: cst.CSTNode, value: str) -> tuple[Related, ...]:
+    """Where the value is created, the step and the failing backward — in the
+    scope the user reads, then the callee lines they ran (`created inside
+    `Critic.forward`, line 20`): a call of another module is placed here by
+    `analysis.anchors`, which adds that file's own location."""
+    step = hazard.step
+    related = [Related(Role.DEFINITION, ctx.path, ctx.range_of(site),
+                       f"`{value}` is computed here, saving the parameters of `{hazard.module}`")]
+    if site is not hazard.definition:
+        related.append(Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
+                               f"created inside `{function_of(hazard.definition, ctx)}`, "
+                               f"line {ctx.line_of(hazard.definition)}"))
+    if hazard.kept_by is not None:
+        related.append(Related(Role.FIRST_BACKWARD, ctx.path, ctx.range_of(hazard.kept_by.call),
+                               "this backward kept the graph with retain_graph=True, not the old weights"))
+    related.append(Related(Role.STEP, ctx.path, ctx.range_of(hazard.step_site),
+                           f"`{abbreviate(ctx.code_of(hazard.step_site))}` changes them in place"))
+    if step.call is not hazard.step_site:
+        related.append(Related(Role.STEP, ctx.path, ctx.range_of(step.call),
+                               f"`{step.label}` inside `{function_of(step.call, ctx)}`, line {ctx.line_of(step.call)}"))
+    backward = hazard.fails_at.call
+    if backward is not hazard.fails_site:
+        related.append(Related(Role.FAILS_AT, ctx.path, ctx.range_of(backward),
+                               f"this backward inside `{function_of(backward, ctx)}`, run by the call at line "
+                               f"{ctx.line_of(hazard.fails_site)}, needs the old values and fails"))
+    else:
+        related.append(Related(Role.FAILS_AT, ctx.path, ctx.range_of(backward),
+                               "this backward needs the old values and fails"))
+    return tuple(related)
+

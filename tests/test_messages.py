@@ -1,0 +1,107 @@
+"""What a finding says and where (docs/rules.md, "Where a finding points"):
+it names the value and the statement in the scope the user reads, a
+callee's lines are related locations, and the reason it gives is the data
+flow the analysis found — never "computed once" for something computed on
+every iteration."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from fixture_spec import FIXTURES_DIR, fixture_paths
+from tapelint.diagnostics import Diagnostic, Role, Semantics
+from tapelint.lint import lint_source
+from tapelint.runner import lint_files
+from tapelint.settings import Settings
+
+STRICT = Settings(semantics=Semantics.STRICT)
+
+
+def diagnostics(name: str, code: str) -> list[Diagnostic]:
+    path = FIXTURES_DIR / name
+    return [d for d in lint_source(path.read_text(encoding="utf-8"), str(path), STRICT).diagnostics if d.code == code]
+
+
+def project(name: str, code: str) -> list[Diagnostic]:
+    files = sorted(str(p) for p in (FIXTURES_DIR / "projects" / name).rglob("*.py"))
+    run = lint_files(files, STRICT, jobs=1)
+    return [d for r in run.results for d in r.diagnostics if d.code == code]
+
+
+def _loop_spans(path: Path) -> dict[int, tuple[int, int]]:
+    """First line -> (first, last) line of every `for`/`while` of the file."""
+    wrapper = MetadataWrapper(cst.parse_module(path.read_text(encoding="utf-8")))
+    positions = wrapper.resolve(PositionProvider)
+    return {p.start.line: (p.start.line, p.end.line) for node, p in positions.items()
+            if isinstance(node, (cst.For, cst.While))}
+
+
+@pytest.mark.parametrize("path", fixture_paths(), ids=lambda p: p.stem)
+def test_computed_once_outside_a_loop_is_outside_it(path: Path) -> None:
+    """Every "computed once at line N, outside the loop at line L" names a
+    definition that really is outside that loop."""
+    said = re.compile(r"computed once at line (\d+), outside the loop at line (\d+)")
+    for d in lint_source(path.read_text(encoding="utf-8"), str(path), STRICT).diagnostics:
+        found = said.search(d.message)
+        if found:
+            defined, loop = int(found.group(1)), int(found.group(2))
+            first, last = _loop_spans(path)[loop]
+            assert not first <= defined <= last, d.message
+
+
+def test_an_element_kept_from_the_previous_episode_is_not_computed_once() -> None:
+    [d] = diagnostics("tl001_log_probs_kept_from_previous_episode.py", "TL001")
+    assert "computed once" not in d.message
+    assert d.message.startswith("`log_prob` (line 33) is computed on every iteration of the loop at line 49, but an "
+                                "element kept in `self.saved_log_probs` (created at line 17) from the previous "
+                                "iteration is walked again by the backward at line 44")
+
+
+def test_an_appended_expression_is_named_as_written() -> None:
+    """The element is named by its source where it is created, not by the
+    comprehension variable (`lp`) that later reads it."""
+    path = Path(__file__).parent / "engine" / "programs" / "reinforce_stale_log_probs.py"
+    [d] = lint_source(path.read_text(encoding="utf-8"), str(path), STRICT).diagnostics
+    assert d.message.startswith("`m.log_prob(action)` (line 17) is computed on every iteration of the loop at line 11")
+    assert "kept in `saved_log_probs` (created at line 9)" in d.message
+
+
+def test_a_value_hoisted_before_the_loop_is_computed_once() -> None:
+    [d] = diagnostics("tl001_hoisted_features.py", "TL001")
+    assert d.message.startswith("`feats` is computed once at line 10, outside the loop at line 12;")
+
+
+def test_a_cache_filled_in_an_earlier_step_says_so() -> None:
+    [d] = diagnostics("tl001_lazy_cache_in_train_step.py", "TL001")
+    assert "computed at line 22 in an earlier call of `train_step()` and kept, not recomputed" in d.message
+    assert "outside" not in d.message
+
+
+def test_a_loop_in_another_file_is_not_placed_at_one_line_of_this_one() -> None:
+    [d] = project("tl001_train_function_third_file", "TL001")
+    assert "outside the loop that `train(model, data, target, ...)` (line 16) runs in another file" in d.message
+    assert "outside the loop at line 16" not in d.message
+
+
+def test_a_step_and_backward_in_a_helper_method_are_named_at_its_calls() -> None:
+    [d] = diagnostics("tl007_step_inside_helper_method.py", "TL007")
+    assert d.range.start.line == 28  # `self._update(self.opt_g, g_loss)`, in train_step
+    assert "that `self._update(self.opt_d, d_loss, ...)` at line 26 (through its `opt.step()`)" in d.message
+    assert "the backward this call runs (`loss.backward(retain_graph=retain)`, line 19)" in d.message
+    related = [(r.role, r.range.start.line, r.message) for r in d.related]
+    assert (Role.STEP, 20, "`opt.step()` inside `Trainer._update`, line 20") in related
+    fails = [r for r in d.related if r.role is Role.FAILS_AT]
+    assert fails[0].range.start.line == 19  # where PyTorch raises: what `tapelint confirm` checks
+
+
+def test_a_step_in_another_file_is_related_in_that_file() -> None:
+    [d] = project("tl007_step_in_utils_file", "TL007")
+    assert d.path.endswith("train.py") and d.range.start.line == 23
+    assert "that `update(optimizer_D, ...)` at line 21 changes in place" in d.message
+    other = sorted((r.role.value, Path(r.path).name, r.range.start.line) for r in d.related if r.path != d.path)
+    assert other == [("fails-at", "utils.py", 4), ("step", "utils.py", 5)]
