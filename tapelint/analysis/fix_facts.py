@@ -49,7 +49,7 @@ def with_shapes(found: Sequence[Located], seen: Mapping[cst.CSTNode, ValueShape]
         if isinstance(hazard, HoistedHazard):
             hazard = replace(hazard, definition_shape=_shape(hazard.definition, seen, bound))
         elif isinstance(hazard, AccumulationHazard):
-            hazard = replace(hazard, value_shape=_shape(accumulated_value(hazard), seen, bound))
+            hazard = _with_value_shape(hazard, seen, bound)
         elif isinstance(hazard, SharedHazard):
             sample = bound.get(hazard.value, ValueShape.OTHER) if hazard.value.isidentifier() else ValueShape.OTHER
             if _shape(hazard.definition, seen, bound) is not ValueShape.TENSOR:
@@ -57,6 +57,14 @@ def with_shapes(found: Sequence[Located], seen: Mapping[cst.CSTNode, ValueShape]
             hazard = replace(hazard, sample_shape=sample)
         out.append(item if hazard is item.hazard else replace(item, hazard=hazard))
     return out
+
+
+def _with_value_shape(hazard: AccumulationHazard, seen: Mapping[cst.CSTNode, ValueShape],
+                      bound: Mapping[str, ValueShape]) -> AccumulationHazard:
+    """The hazard and the other statements adding into its total (`also`), each
+    with the shape of what it adds: a merged fix edits every one of them."""
+    also = tuple(_with_value_shape(other, seen, bound) for other in hazard.also)
+    return replace(hazard, value_shape=_shape(accumulated_value(hazard), seen, bound), also=also)
 
 
 def _shape(expr: Optional[cst.CSTNode], seen: Mapping[cst.CSTNode, ValueShape],
