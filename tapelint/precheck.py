@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Optional
 
 from tapelint.analysis import reads
-from tapelint.analysis.project import find_absolute, find_relative, roots_for
+from tapelint.analysis.project import find_absolute, find_relative, is_package, roots_for
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.files import SourceError, decode_source, read_bytes
 from tapelint.ops import PARAMETRIC_MODULES
@@ -73,33 +74,83 @@ def _holds_marker(source: str, settings: Settings) -> bool:
 
 def _imports_marker(source: str, path: str, settings: Settings) -> bool:
     """A first-party module imported here holds a marker, or lends tracked
-    values (a model class) to this file's loop that accumulates."""
+    values (a model class) to this file's loop that accumulates — itself or
+    through the modules it re-exports (`from .a import *` in a package's
+    `__init__.py`, whose `a` re-exports the model of `models`), followed
+    transitively like the analysis resolves a name."""
     if "import" not in source:
         return False
-    roots = roots_for(path, settings.src, settings.project_root)
     accumulates = any(m in source for m in _LOOPS) and any(m in source for m in _ACCUMULATING)
-    for match in _IMPORT_LINE.finditer(source):
-        dots, name, plain = match.groups()
-        found = find_relative(len(dots), name, path) if dots else find_absolute(name or plain, roots)
-        if found is None or not reads.is_file(found):
+    pending = list(_imported_files(_imports_of(source), path, settings))
+    seen: set[str] = set()
+    while pending and len(seen) < MAX_FOLLOWED:
+        found = pending.pop()
+        if found in seen:
             continue
-        marked, tracks = _markers_of(found, settings)
+        seen.add(found)
+        marked, tracks, reexports = _markers_of(found, settings)
         if marked or (tracks and accumulates):
             return True
+        pending.extend(_imported_files(reexports, found, settings))
     return False
 
 
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE)
-# (path, mtime, size, names) -> (holds a marker, tracks, content digest)
-_MARKERS: dict[tuple, tuple[bool, bool, str]] = {}
+# Modules looked into per file (its imports and what they re-export): bounds
+# the cost on a package whose `__init__.py` re-exports everything.
+MAX_FOLLOWED = 64
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b([^\n#;]*)|import[ \t]+([\w.]+))", re.MULTILINE
+)
+# One import line: (leading dots, module, the names imported; None for a
+# plain `import x`, which re-exports nothing worth following).
+ImportSpec = tuple[int, str, Optional[tuple[str, ...]]]
 
 
-def _markers_of(path: str, settings: Settings) -> tuple[bool, bool]:
+def _imports_of(source: str) -> tuple[ImportSpec, ...]:
+    specs: list[ImportSpec] = []
+    for dots, module, names, plain in _IMPORT_LINE.findall(source):
+        if plain:
+            specs.append((0, plain, None))
+            continue
+        listed = (n.split(" as ")[0].strip() for n in names.strip(" \t()\\").split(","))
+        specs.append((len(dots), module, tuple(n for n in listed if n.isidentifier())))
+    return tuple(specs)
+
+
+def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Settings) -> list[str]:
+    """The first-party files `specs` of the file `importer` name: each module,
+    and of a package, each imported name that is a submodule (`from . import
+    models`)."""
+    roots = roots_for(importer, settings.src, settings.project_root)
+    files = []
+    for level, module, names in specs:
+        found = _find(level, module, importer, roots)
+        if found is not None and reads.is_file(found):
+            files.append(found)
+        if names and found is not None and is_package(found):
+            for name in names:
+                sub = _find(level, f"{module}.{name}" if module else name, importer, roots)
+                if sub is not None and reads.is_file(sub):
+                    files.append(sub)
+    return files
+
+
+def _find(level: int, dotted: str, importer: str, roots: tuple[str, ...]) -> Optional[str]:
+    return find_relative(level, dotted, importer) if level else find_absolute(dotted, roots)
+
+
+# (path, mtime, size, names) -> (holds a marker, tracks, its `from` imports, content digest)
+_MARKERS: dict[tuple, tuple[bool, bool, tuple[ImportSpec, ...], str]] = {}
+
+
+def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, tuple[ImportSpec, ...]]:
+    """Whether the module at `path` holds a marker, tracks by construction,
+    and the `from` imports through which it re-exports other modules' names."""
     try:
         stat = os.stat(path)
     except OSError:
         reads.path_state(path)
-        return False, False
+        return False, False, ()
     key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
     found = _MARKERS.get(key)
     if found is None:
@@ -109,15 +160,16 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool]:
             data = read_bytes(path)
         except SourceError:
             reads.path_state(path)
-            return False, False
+            return False, False, ()
         try:
             code = _COMMENT_LINE.sub("", decode_source(data))
             marked, tracks = _has_marker(code, settings), _tracks_by_construction(code)
+            reexports = tuple(spec for spec in _imports_of(code) if spec[2] is not None)
         except SourceError:
-            marked, tracks = False, False
-        found = _MARKERS[key] = (marked, tracks, reads.content_digest(data))
-    reads.note_content(path, found[2])
-    return found[0], found[1]
+            marked, tracks, reexports = False, False, ()
+        found = _MARKERS[key] = (marked, tracks, reexports, reads.content_digest(data))
+    reads.note_content(path, found[3])
+    return found[0], found[1], found[2]
 
 
 def _has_marker(source: str, settings: Settings) -> bool:

@@ -68,6 +68,18 @@ NO_EDIT = {
         {"reorder", "recompute", "combine"}),
     "tl007_manual_update_under_no_grad.py": (
         "an update written by hand: where it may go is the user's decision", {"reorder", "recompute", "combine"}),
+    "tl001_cache_filled_by_helper_method.py": (
+        "the cached table is the loss's only way to the embedding: detached, the backward reaches no trainable "
+        "leaf; it is made inside `fill`, a method the step calls", {"detach", "recompute"}),
+    "tl001_flag_rebound_in_loop.py": (
+        "the features are the loss's only way to the model: detached, the backward reaches no trainable leaf; "
+        "they are made under `if warmup:` inside the loop already", {"detach", "recompute"}),
+    "tl001_list_kept_across_episodes.py": (
+        "each log-probability is the loss's only way to the weight: detached, the backward reaches no trainable "
+        "leaf; it is made inside `select_action` (the fix is emptying the list per episode)", {"detach", "recompute"}),
+    "tl001_shared_by_list_elements.py": (
+        "`h` is every loss's only way to the network: detached, the backward reaches no trainable leaf; it is "
+        "made inside the outer loop already (the fix is backwarding the sum once)", {"detach", "recompute"}),
 }
 EDITED = [c for c in CASES if c[0].name not in NO_EDIT]
 UNEDITED = [c for c in CASES if c[0].name in NO_EDIT]

@@ -70,6 +70,7 @@ class AbstractNode:
     name: Optional[str] = None  # the first name bound to it, for messages
     accumulator: bool = False  # created by `total += x` in a loop (TL003)
     context: tuple = ()  # the chain of inlined calls it was created under
+    distribution: bool = False  # a `torch.distributions` object: its samples are data (`torch_api`)
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"

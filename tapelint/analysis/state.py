@@ -17,9 +17,21 @@ another path, the walk of another path's backward.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Callable, Optional, TypeVar
 
-from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, Loop, StepEvent, TupleVal, Value
+from tapelint.analysis.model import (
+    OPAQUE,
+    AbstractNode,
+    BackwardEvent,
+    Carried,
+    FunctionRef,
+    ListRef,
+    Loop,
+    StepEvent,
+    TupleVal,
+    Value,
+)
 from tapelint.analysis.paths import NO_FACTS, Facts, consistent, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
@@ -227,3 +239,43 @@ def _carry_guards(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Va
             when = older(node, when, loop) if when is not None else loop
         guards.setdefault((slot[0], (node, when)), guard)
     return guards
+
+
+def without_garbage(state: State, loop: Loop, lists: Callable[[], Iterable[ListRef]]) -> State:
+    """`state` at the entry of `loop`, without the elements of the containers
+    created inside the loop that no binding of `state` reaches: they belong
+    to an earlier run of the loop (an outer loop's previous iteration) whose
+    container is garbage now. Kept, they would flow into this run's
+    container of the same site at the loop head (`fast = params` then `for
+    inner ...: fast = [w - lr * g for ...]`: the previous task's fast
+    weights would seem to be this task's). `lists`: every container the
+    store knows."""
+    inside = {lst.key for lst in lists() if loop in lst.loops and lst.key in state.env}
+    if not inside:
+        return state
+    dead = inside - _reached_lists(state)
+    if not dead:
+        return state
+    pruned = state.copy()
+    for key in dead:
+        del pruned.env[key]
+    return pruned
+
+
+def _reached_lists(state: State) -> set[str]:
+    """The keys of the containers some binding (a name, an attribute path, a
+    closure) reaches, directly or through other containers and tuples."""
+    reached: set[str] = set()
+    stack: list[Value] = [v for name, vals in state.env.items() if not name.startswith("<list@") for v in vals]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ListRef):
+            if value.key not in reached:
+                reached.add(value.key)
+                stack.extend(state.env.get(value.key, EMPTY))
+        elif isinstance(value, TupleVal):
+            for item in value.items:
+                stack.extend(item)
+        elif isinstance(value, FunctionRef) and value.closure is not None:
+            stack.extend(v for name, vals in value.closure.items() if not name.startswith("<list@") for v in vals)
+    return reached

@@ -127,6 +127,23 @@ def builds_pretrained_module(raw: str, method: str) -> bool:
     return bool(receiver) and not receiver.endswith(NOT_MODULES_SUFFIXES)
 
 
+# `torch.distributions`: a distribution built from tensors is a graph node
+# whose parents are its parameters, and what is computed from it has history
+# through them: `rsample()` (reparameterised), `log_prob`, `entropy`, `cdf`,
+# and the lazily cached `logits`/`probs`/`mean` (read once, kept on the
+# object: a distribution built once and used in every step reuses them).
+# A *sample* is drawn without history (`sample()` runs under no_grad): it is
+# data, even when the distribution is tracked.
+DISTRIBUTIONS_NAMESPACE = "torch.distributions."
+DISTRIBUTION_SAMPLERS = frozenset(("sample", "sample_n", "enumerate_support"))
+
+
+def is_distribution_class(name: str) -> bool:
+    """Does the canonical `name` (`torch.distributions.Categorical`,
+    `torch.distributions.normal.Normal`) name a distribution class?"""
+    return name.startswith(DISTRIBUTIONS_NAMESPACE) and name.rsplit(".", 1)[-1][:1].isupper()
+
+
 # Recurrent layers by the shape of their state: one tensor, or an (h, c) tuple.
 TENSOR_STATE_MODULES = frozenset({"RNN", "GRU", "RNNCell", "GRUCell"})
 TUPLE_STATE_MODULES = frozenset({"LSTM", "LSTMCell"})

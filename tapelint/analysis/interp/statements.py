@@ -179,7 +179,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     outer = frame.loops
     frame.loops = outer + (loop,)
     store = frame.store
-    entry = state.copy()
+    entry = lattice.without_garbage(state, loop, store.lists.values).copy()
     head = entry.copy()
     last = head
     breaks: list[State] = []

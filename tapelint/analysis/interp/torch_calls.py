@@ -56,7 +56,10 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     parents = [p for _, v in args for p in frame.graph_values(v, state)]
     if not parents:
         return EMPTY
-    return frozenset((store.node(frame, state, call, last, parents, ops.function_saves(last)),))
+    node = store.node(frame, state, call, last, parents, ops.function_saves(last))
+    if torch_api.is_distribution_class(name):
+        node.distribution = True
+    return frozenset((node,))
 
 
 def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
@@ -64,6 +67,9 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
     """`t.<method>(...)` on tensors known to the analysis."""
     if method in ops.UNTRACKING:
         return EMPTY
+    if method in torch_api.DISTRIBUTION_SAMPLERS and all(_distribution(t) for t in tensors):
+        # a sample has no history, whatever the distribution's parameters have
+        return frozenset((frame.store.node(frame, state, call, method, (), Saves.NOTHING, Tracked.NO, leaf=True),))
     if method == "requires_grad_":
         flag = literal_bool(call.args[0].value) if call.args else True
         if flag is False:
@@ -83,6 +89,10 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
         if key is not None:
             state.env[key] = frozenset((node,))
     return frozenset((node,))
+
+
+def _distribution(value: GraphValue) -> bool:
+    return (value.node if isinstance(value, Carried) else value).distribution
 
 
 def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
