@@ -195,6 +195,30 @@ class LibraryObject:
     class_name: str
 
 
+@dataclass(eq=False)
+class ObjectRef:
+    """An instance of a project class that is not an `nn.Module` (a rollout
+    buffer, an agent, a trainer), one per allocation site and placement. Its
+    attributes live in the state under `ObjectRef.prefix`, like a container's
+    elements, so what one method call stores on it the next call reads, and
+    every alias sees it."""
+
+    cls: cst.ClassDef = field(repr=False)
+    site: cst.CSTNode = field(repr=False)
+
+    @property
+    def prefix(self) -> str:
+        return f"<obj@{id(self)}>."
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal `True` or `False` kept in the state (`self.automatic_optimization
+    = False`): a condition that can only be this value takes one branch."""
+
+    value: bool
+
+
 class SelfRef:
     """The `self` of the method being analysed."""
 
@@ -204,7 +228,8 @@ class SelfRef:
 
 SELF = SelfRef()
 
-Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject]
+Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
+              ObjectRef, Const]
 
 
 @dataclass(eq=False)

@@ -16,7 +16,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis import state as lattice
-from tapelint.analysis.model import AbstractNode, Carried, ClassRef, ListRef, Loop, ModuleRef, Value
+from tapelint.analysis.model import AbstractNode, Carried, ClassRef, Const, ListRef, Loop, ModuleRef, TupleVal, Value
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
@@ -52,10 +52,15 @@ def exec_stmt(frame: Frame, stmt: cst.CSTNode, state: State, block: Sequence[cst
 
 
 def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
-    frame.eval(stmt.test, state)
+    tested = frame.eval(stmt.test, state)
     then, other = state.copy(), state.copy()
     _refine_none_test(frame, stmt.test, then, other)
     _branch_facts(frame, stmt.test, state, then, other)
+    if tested and all(isinstance(v, Const) for v in tested):
+        # a literal flag (`if model.automatic_optimization:` after `= False`): one branch
+        outcomes = {v.value for v in tested}  # type: ignore[union-attr]
+        then.ended = then.ended or True not in outcomes
+        other.ended = other.ended or False not in outcomes
     then = frame.exec_block(stmt.body.body, then)
     if stmt.orelse is None:
         pass
@@ -129,13 +134,24 @@ def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
     new = [key for key in end.released if key not in entry.released and key[1] is None]
     if not new:
         return
-    own = _reachable((v for v in elements if isinstance(v, (AbstractNode, Carried))), True)
+    own = _reachable(_tensors(elements), True)
     # (an earlier iteration's value of an outer loop is another tensor: not shared)
-    shared = _reachable((v for name, vals in entry.env.items() if not name.startswith("<")
+    shared = _reachable((v for name, vals in entry.env.items()
+                         if not name.startswith("<") or name.startswith("<obj@")
                          for v in vals if isinstance(v, AbstractNode)), False)
     for key in new:
         if id(key[0]) in own and id(key[0]) not in shared:
             del end.released[key]
+
+
+def _tensors(vals: Iterable[Value]) -> Iterable[Value]:
+    """The tensors among `vals`, inside tuples too (a batch `(x, y)` of a generator)."""
+    for value in vals:
+        if isinstance(value, TupleVal):
+            for item in value.items:
+                yield from _tensors(item)
+        elif isinstance(value, (AbstractNode, Carried)):
+            yield value
 
 
 def _reachable(roots: Iterable[Value], through_carried: bool) -> set[int]:
