@@ -211,14 +211,6 @@ class ObjectRef:
         return f"<obj@{id(self)}>."
 
 
-@dataclass(frozen=True)
-class Const:
-    """A literal `True` or `False` kept in the state (`self.automatic_optimization
-    = False`): a condition that can only be this value takes one branch."""
-
-    value: bool
-
-
 class SelfRef:
     """The `self` of the method being analysed."""
 
@@ -229,7 +221,7 @@ class SelfRef:
 SELF = SelfRef()
 
 Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
-              ObjectRef, Const]
+              ObjectRef]
 
 
 @dataclass(eq=False)

@@ -17,7 +17,6 @@ from tapelint.analysis.model import (
     AbstractNode,
     Carried,
     ClassRef,
-    Const,
     FunctionRef,
     ListRef,
     ModuleRef,
@@ -76,9 +75,7 @@ def eval_name(frame: Frame, expr: cst.Name, state: State) -> Vals:
     """A bound name (`Frame.resolve`), else a definition of the module, else
     an import or a builtin (no graph), else unknown."""
     name = expr.value
-    if name in ("True", "False"):
-        return frozenset((Const(name == "True"),))
-    if name == "None":
+    if name in ("True", "False", "None"):
         return EMPTY
     vals = frame.resolve(name, state)
     if vals is not None:
@@ -160,8 +157,6 @@ def eval_binary(frame: Frame, expr: cst.BinaryOperation, state: State) -> Vals:
 
 def eval_unary(frame: Frame, expr: cst.UnaryOperation, state: State) -> Vals:
     vals = frame.eval(expr.expression, state)
-    if type(expr.operator) is cst.Not and vals and all(isinstance(v, Const) for v in vals):
-        return frozenset(Const(not v.value) for v in vals)  # type: ignore[union-attr]
     if type(expr.operator) in (cst.Not, cst.BitInvert):
         return EMPTY
     parents = frame.graph_values(vals, state)
