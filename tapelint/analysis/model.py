@@ -211,6 +211,15 @@ class ObjectRef:
         return f"<obj@{id(self)}>."
 
 
+@dataclass(frozen=True)
+class PartialRef:
+    """`functools.partial(f, a, k=b)`: calling it calls `f` with these arguments
+    first (`args`: (keyword or None, values) per argument)."""
+
+    func: frozenset
+    args: tuple
+
+
 class SelfRef:
     """The `self` of the method being analysed."""
 
@@ -221,7 +230,7 @@ class SelfRef:
 SELF = SelfRef()
 
 Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
-              ObjectRef]
+              ObjectRef, PartialRef]
 
 
 @dataclass(eq=False)

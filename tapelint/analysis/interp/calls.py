@@ -25,6 +25,7 @@ from tapelint.analysis.model import (
     ListRef,
     ModuleRef,
     ObjectRef,
+    PartialRef,
     SelfRef,
     Tracked,
     tuple_of,
@@ -60,7 +61,9 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         parents = [p for _, v in args for p in frame.graph_values(v, state)]
         return frozenset((frame.store.node(frame, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
     name = frame.canonical(func, raw)
-    if name is not None and name in torch_api.MODULE_WRAPPERS:
+    if name == "functools.partial" and args and args[0][0] is None:
+        result = frozenset((PartialRef(args[0][1], tuple(args[1:])),))  # called later, like the function
+    elif name is not None and name in torch_api.MODULE_WRAPPERS:
         result = args[0][1] if args else EMPTY  # `torch.compile(model)`, `DDP(model)`: the module itself
     elif name is not None and name in torch_api.MODULE_FACTORIES:
         result = _library_module(args, name)
@@ -356,6 +359,11 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node, site=call))
             elif type(call) is cst.Call:
                 out.add(instantiate(frame, call, value, args, state))
+        elif isinstance(value, PartialRef):
+            bound = [a for a in value.args if a[0] is None] + [a for a in args if a[0] is None]
+            keywords = {a[0]: a for a in value.args if a[0] is not None}
+            keywords.update({a[0]: a for a in args if a[0] is not None})
+            out |= call_values(frame, call, func, value.func, bound + list(keywords.values()), state)
         elif isinstance(value, ObjectRef):
             info = frame.program.class_info(value.cls)
             if info is not None and "__call__" in info.methods:

@@ -218,7 +218,7 @@ class Frame:
         return True
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
-        """`lst[i] = v` adds to the container; `t[i] = v` on a tensor is an index_put node."""
+        """`lst[i] = v` adds to the container; `t[i] = v` on a tensor makes it hold `v` too."""
         base_vals = self.eval(target.value, state)
         lists = [v for v in base_vals if isinstance(v, ListRef)]
         replaced = whole_slice(target)  # `lst[:] = new`: the old elements are gone
@@ -228,9 +228,10 @@ class Frame:
         tensors = self.graph_values(base_vals, state)
         key = self.target_key(target)
         if tensors and not lists and key is not None and type(target.value) in (cst.Name, cst.Attribute):
-            node = self.store.node(self, state, target, "index_put", tensors + self.graph_values(vals, state),
-                                   Saves.UNKNOWN)
-            self.bind(target.value, frozenset((node,)), state)
+            # PyTorch's CopySlices keeps both graphs: the tensor holds what it held
+            # and what was written into it, like a container of the values put in.
+            held = frozenset(v for v in base_vals if isinstance(v, (AbstractNode, Carried)))
+            self.bind(target.value, held | frozenset(self.graph_values(vals, state)), state)
         elif key is not None and not lists:
             state.env[key] = state.env.get(key, EMPTY) | vals
 
