@@ -196,6 +196,31 @@ class LibraryObject:
     class_name: str
 
 
+@dataclass(eq=False)
+class ObjectRef:
+    """An instance of a project class that is not an `nn.Module` (a rollout
+    buffer, an agent, a trainer), one per allocation site and placement. Its
+    attributes live in the state under `ObjectRef.prefix`, like a container's
+    elements, so what one method call stores on it the next call reads, and
+    every alias sees it."""
+
+    cls: cst.ClassDef = field(repr=False)
+    site: cst.CSTNode = field(repr=False)
+
+    @property
+    def prefix(self) -> str:
+        return f"<obj@{id(self)}>."
+
+
+@dataclass(frozen=True)
+class PartialRef:
+    """`functools.partial(f, a, k=b)`: calling it calls `f` with these arguments
+    first (`args`: (keyword or None, values) per argument)."""
+
+    func: frozenset
+    args: tuple
+
+
 class SelfRef:
     """The `self` of the method being analysed."""
 
@@ -205,7 +230,8 @@ class SelfRef:
 
 SELF = SelfRef()
 
-Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject]
+Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
+              ObjectRef, PartialRef]
 
 
 @dataclass(eq=False)

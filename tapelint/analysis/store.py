@@ -23,6 +23,7 @@ from tapelint.analysis.model import (
     ListRef,
     Loop,
     ModuleRef,
+    ObjectRef,
     Retains,
     Tracked,
     TupleVal,
@@ -64,6 +65,7 @@ class NodeStore:
         self.nodes: dict[tuple, AbstractNode] = {}
         self.lists: dict[tuple, ListRef] = {}
         self.function_refs: dict[tuple, FunctionRef] = {}
+        self.objects: dict[tuple, ObjectRef] = {}
         self.carried: dict[tuple, Carried] = {}
         self.events: dict[tuple, BackwardEvent] = {}
         self.proven: set[int] = set()  # ids of nodes a backward proved tracked
@@ -136,6 +138,14 @@ class NodeStore:
     def list_site(self, key: str) -> Optional[cst.CSTNode]:
         """Where the container whose state key is `key` was created."""
         return next((lst.site for lst in self.lists.values() if lst.key == key), None)
+
+    def new_object(self, cls: cst.ClassDef, site: cst.CSTNode, where: Placement) -> ObjectRef:
+        """The instance of `cls` created at `site` at `where` (memoised, like a list)."""
+        key = (site, where.context, where.loops)
+        obj = self.objects.get(key)
+        if obj is None:
+            obj = self.objects[key] = ObjectRef(cls, site)
+        return obj
 
     def lists_within(self, context: tuple) -> set[str]:
         """The state keys of the containers created under the call chain

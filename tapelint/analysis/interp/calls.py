@@ -6,14 +6,15 @@ so the nodes they create and the backwards they run sit in the caller's loops.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.statements import note_accumulation
+from tapelint.analysis.interp.statements import has_loop, note_accumulation
+from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
 from tapelint.analysis.model import (
     OPAQUE,
@@ -24,6 +25,8 @@ from tapelint.analysis.model import (
     LibraryObject,
     ListRef,
     ModuleRef,
+    ObjectRef,
+    PartialRef,
     SelfRef,
     Tracked,
     tuple_of,
@@ -59,7 +62,9 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         parents = [p for _, v in args for p in frame.graph_values(v, state)]
         return frozenset((frame.store.node(frame, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
     name = frame.canonical(func, raw)
-    if name is not None and name in torch_api.MODULE_WRAPPERS:
+    if name == "functools.partial" and args and args[0][0] is None:
+        result = frozenset((PartialRef(args[0][1], tuple(args[1:])),))  # called later, like the function
+    elif name is not None and name in torch_api.MODULE_WRAPPERS:
         result = args[0][1] if args else EMPTY  # `torch.compile(model)`, `DDP(model)`: the module itself
     elif name is not None and name in torch_api.MODULE_FACTORIES:
         result = _library_module(args, name)
@@ -173,6 +178,11 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         # outlives every call, whatever else it is.
         receiver = frozenset((frame.store.new_list(func.value, _Outside(frame.context)),))
     out: set = set()
+    objects = [v for v in receiver if isinstance(v, ObjectRef)]
+    if len(objects) > 1:
+        out |= _each_alternative(frame, state, [
+            lambda branch, obj=obj: object_method(frame, call, func, obj, method, args, branch) for obj in objects])
+        receiver = frozenset(v for v in receiver if not isinstance(v, ObjectRef))
     owner = frame.owner
     for value in receiver:
         if isinstance(value, SelfRef) and owner is not None and method in owner.methods:
@@ -186,6 +196,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
             out |= module_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ListRef):
             out |= list_method(frame, call, func, value, method, args, state)
+        elif isinstance(value, ObjectRef):
+            out |= object_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ClassRef):
             out.add(OPAQUE)
     if known_tensors:
@@ -208,6 +220,10 @@ def _defines_backward(frame: Frame, receiver: Vals) -> bool:
             return True
         if isinstance(value, ModuleRef):
             info = frame.user_class(value)
+            if info is not None and "backward" in info.methods:
+                return True
+        if isinstance(value, ObjectRef):
+            info = frame.program.class_info(value.cls)
             if info is not None and "backward" in info.methods:
                 return True
     return False
@@ -269,6 +285,61 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
     return EMPTY
 
 
+def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: ObjectRef, method: str, args: Args,
+                  state: State) -> Vals:
+    """`buffer.add(s, v)`: the method of the object's class, run on that
+    object's attributes; a callable kept on it (`self.loss_fn = nn.MSELoss()`)
+    is called; an unknown method (of a library base class) gives nothing known."""
+    info = frame.program.class_info(obj.cls)
+    if info is not None and method in info.methods:
+        fn = info.methods[method]
+        if _is_step(fn):
+            return EMPTY  # a training step: analysed as its own implicit loop, where its fixes belong
+        return inline(frame, call, fn, args, state, owner=info, share_self=False, obj=obj)
+    kept = state.env.get(obj.prefix + method)
+    if kept is not None:
+        return call_values(frame, call, func, kept, args, state)
+    return EMPTY
+
+
+def _each_alternative(frame: Frame, state: State, calls: list) -> Vals:
+    """Calls on one of several objects (`for acc in (Accelerator(2), Accelerator(2, scaler))`:
+    `acc.backward(loss)`) are alternatives, not one after the other: each runs
+    on a copy of the state, and `state` becomes their join."""
+    out: set = set()
+    joined: Optional[State] = None
+    for run in calls:
+        branch = state.copy()
+        out |= run(branch)
+        joined = branch if joined is None else State.join(joined, branch)
+    if joined is not None:
+        for item in fields(State):
+            setattr(state, item.name, getattr(joined, item.name))
+    return frozenset(out)
+
+
+def _is_step(fn: cst.FunctionDef) -> bool:
+    """A method with a `.backward(...)` call and no loop: the driver runs it as
+    the body of an implicit loop, once per step (`train_step`)."""
+    if has_loop(fn):
+        return False
+    return any(type(stmt) is cst.Expr and type(stmt.value) is cst.Call and type(stmt.value.func) is cst.Attribute
+               and stmt.value.func.attr.value == "backward" for stmt in walk_statements(fn.body.body, False))
+
+
+def instantiate(frame: Frame, call: cst.Call, cls: ClassRef, args: Args, state: State) -> ObjectRef:
+    """`RolloutBuffer(steps, envs)`: a new object of a project class (one per
+    site and placement), its `__init__` run on it with the call's arguments.
+    What an earlier object of the same site held is gone."""
+    obj = frame.store.new_object(cls.node, call, frame)
+    for key in [k for k in state.env if k.startswith(obj.prefix)]:
+        del state.env[key]
+    info = frame.program.class_info(cls.node)
+    if info is not None and "__init__" in info.methods:
+        inline(frame, call, info.methods["__init__"], args, state, owner=info, share_self=False, obj=obj)
+    return obj
+
+
 def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: Args,
                 state: State) -> Vals:
     if method in torch_api.LIST_ADDERS:
@@ -304,6 +375,20 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
             if value.is_module:
                 saves = Saves.TENSORS if value.parametric else Saves.UNKNOWN
                 out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node, site=call))
+            elif type(call) is cst.Call:
+                out.add(instantiate(frame, call, value, args, state))
+        elif isinstance(value, PartialRef):
+            bound = [a for a in value.args if a[0] is None] + [a for a in args if a[0] is None]
+            keywords = {a[0]: a for a in value.args if a[0] is not None}
+            keywords.update({a[0]: a for a in args if a[0] is not None})
+            out |= call_values(frame, call, func, value.func, bound + list(keywords.values()), state)
+        elif isinstance(value, ObjectRef):
+            info = frame.program.class_info(value.cls)
+            if info is not None and "__call__" in info.methods:
+                out |= inline(frame, call, info.methods["__call__"], args, state, owner=info, share_self=False,
+                              obj=value)
+            else:
+                out |= unknown_call(frame, call, args, state, receiver_unknown=True)
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
         elif value is OPAQUE or isinstance(value, (AbstractNode, Carried, LibraryObject)):
@@ -377,10 +462,14 @@ def unknown_call(frame: Frame, call: cst.Call, args: Args, state: State, receive
 
 
 def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, state: State,
-           owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True) -> Vals:
+           owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True,
+           obj: Optional[ObjectRef] = None) -> Vals:
     """Interpret a call of a function of the project at its call site, so
     the nodes it creates and the backwards it runs sit in the caller's
-    loops (a training step called once per iteration)."""
+    loops (a training step called once per iteration). A method of an
+    object (`obj`) sees that object's attributes as `self.*`, and what it
+    leaves there is the object's afterwards. A generator's call is the
+    container of what it yields (`for batch in buffer.minibatches(2)`)."""
     share_self = share_self and owner is not None
     if frame.depth >= INLINE_DEPTH or fn in frame.context or not frame.recorder.enter_call(fn, share_self):
         # A function of the project we will not look into (recursion, depth): its
@@ -404,22 +493,34 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     inner = State({}, state.released, state.retained, state.kept,
                   state.no_grad or home.is_no_grad_function(fn), state.stale)
     fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
+    own = obj.prefix if obj is not None else None
     inner.env.update({k: v for k, v in state.env.items()
-                      if (k.startswith("<list@") and k not in fresh) or (share_self and k.startswith("self."))})
+                      if (k.startswith("<list@") and k not in fresh) or (share_self and k.startswith("self."))
+                      or (k.startswith("<obj@") and not (own and k.startswith(own)))})
+    if own:
+        inner.env.update({"self." + k[len(own):]: v for k, v in state.env.items() if k.startswith(own)})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
     end = callee.finish(callee.exec_block(fn.body.body, inner))
     for key, vals in end.env.items():
-        if key.startswith("<list@") or (share_self and key.startswith("self.")) or key in callee.globals:
-            state.env[key] = vals
-            if state.facts or state.guards:
-                state.rebound(key)  # what the call set on `self` is not what a test saw before it
+        if own and key.startswith("self."):
+            key = own + key[len("self."):]
+        elif not (key.startswith(("<list@", "<obj@")) or (share_self and key.startswith("self."))
+                  or key in callee.globals):
+            continue
+        state.env[key] = vals
+        if state.facts or state.guards:
+            state.rebound(key)  # what the call set on `self` is not what a test saw before it
     state.released.update(end.released)
     state.retained.update(end.retained)
     state.kept.update(end.kept)
     state.stale.update(end.stale)
+    if callee.yields:
+        return frozenset((frame.new_list(call, frozenset(v for vals in callee.yields for v in vals), state),))
     result: set = set()
     for vals in callee.returns:
         result |= vals
+    if obj is not None and any(isinstance(v, SelfRef) for v in result):
+        result = {obj if isinstance(v, SelfRef) else v for v in result}  # `return self`: the object
     return frozenset(result)
 
 

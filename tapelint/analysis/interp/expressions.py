@@ -20,6 +20,7 @@ from tapelint.analysis.model import (
     FunctionRef,
     ListRef,
     ModuleRef,
+    ObjectRef,
     SelfRef,
     TupleVal,
     tuple_of,
@@ -50,10 +51,23 @@ def eval_children(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
         for bound in (expr.lower, expr.upper, expr.step):
             if bound is not None:
                 frame.eval(bound, state)
-    elif type(expr) in (cst.Yield, cst.StarredElement):
+    elif type(expr) is cst.StarredElement:
         value = getattr(expr, "value", None)
         if isinstance(value, cst.BaseExpression):
             frame.eval(value, state)
+    return EMPTY
+
+
+def eval_yield(frame: Frame, expr: cst.Yield, state: State) -> Vals:
+    """What a generator produces (`yield x`, `yield from xs`), kept on the
+    frame; what is sent back in is unknown to the analysis (nothing)."""
+    value = expr.value
+    if type(value) is cst.From:
+        frame.yields.append(frame.elements(frame.eval(value.item, state), state))
+    elif value is not None:
+        frame.yields.append(frame.eval(value, state))
+    else:
+        frame.yields.append(EMPTY)
     return EMPTY
 
 
@@ -115,6 +129,8 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
                 continue  # a buffer (`bn.running_var`) or the configuration: no parameter
             else:
                 out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
+        elif isinstance(value, ObjectRef):
+            out |= state.env.get(value.prefix + attr, frozenset((OPAQUE,)))
         elif isinstance(value, SelfRef):
             out.add(OPAQUE)
         elif isinstance(value, (ListRef, TupleVal, FunctionRef, ClassRef)):
@@ -303,4 +319,5 @@ EVAL: dict[type, Callable[..., Vals]] = {
     cst.SimpleString: eval_nothing,
     cst.Ellipsis: eval_nothing,
     cst.Await: eval_await,
+    cst.Yield: eval_yield,
 }

@@ -28,6 +28,7 @@ from tapelint.analysis.model import (
     Loop,
     ModuleRef,
     StepEvent,
+    ObjectRef,
     Tracked,
     TupleVal,
     Value,
@@ -90,6 +91,7 @@ class Frame:
         self.fallback = fallback  # enclosing environments: closure, caller, module
         self.depth = depth
         self.returns: list[Vals] = []
+        self.yields: list[Vals] = []  # what each `yield` produced: a generator's elements
         self.exits: list[State] = []  # the state at each `return`
         # Per loop being run in this frame: the states at its `continue`s and `break`s.
         self.loop_exits: list[tuple[list[State], list[State]]] = []
@@ -201,6 +203,8 @@ class Frame:
         if key is None:
             self.eval(target, state)
             return
+        if type(target) is cst.Attribute and self._bind_object_attribute(target, vals, state):
+            return
         for value in vals:
             if isinstance(value, AbstractNode) and value.name is None and value is not OPAQUE:
                 value.name = key
@@ -209,8 +213,21 @@ class Frame:
         if state.facts or state.guards:
             state.rebound(key)
 
+    def _bind_object_attribute(self, target: cst.Attribute, vals: Vals, state: State) -> bool:
+        """`buffer.slot = 0` where `buffer` is an object of a project class:
+        the object's attribute (what its methods read as `self.slot`)."""
+        base_key = self.target_key(target.value)
+        base = self.resolve(base_key, state) if base_key is not None else None
+        objects = [v for v in base or () if isinstance(v, ObjectRef)]
+        if not objects:
+            return False
+        for obj in objects:
+            key = obj.prefix + target.attr.value
+            state.env[key] = vals if len(objects) == 1 else state.env.get(key, EMPTY) | vals
+        return True
+
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
-        """`lst[i] = v` adds to the container; `t[i] = v` on a tensor is an index_put node."""
+        """`lst[i] = v` adds to the container; `t[i] = v` on a tensor makes it hold `v` too."""
         base_vals = self.eval(target.value, state)
         lists = [v for v in base_vals if isinstance(v, ListRef)]
         replaced = whole_slice(target)  # `lst[:] = new`: the old elements are gone
@@ -220,9 +237,10 @@ class Frame:
         tensors = self.graph_values(base_vals, state)
         key = self.target_key(target)
         if tensors and not lists and key is not None and type(target.value) in (cst.Name, cst.Attribute):
-            node = self.store.node(self, state, target, "index_put", tensors + self.graph_values(vals, state),
-                                   Saves.UNKNOWN)
-            self.bind(target.value, frozenset((node,)), state)
+            # PyTorch's CopySlices keeps both graphs: the tensor holds what it held
+            # and what was written into it, like a container of the values put in.
+            held = frozenset(v for v in base_vals if isinstance(v, (AbstractNode, Carried)))
+            self.bind(target.value, held | frozenset(self.graph_values(vals, state)), state)
         elif key is not None and not lists:
             state.env[key] = state.env.get(key, EMPTY) | vals
 

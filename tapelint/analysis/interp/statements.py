@@ -16,7 +16,19 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis import state as lattice
-from tapelint.analysis.model import AbstractNode, Carried, ClassRef, ListRef, Loop, ModuleRef, Value
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.model import (
+    AbstractNode,
+    Carried,
+    ClassRef,
+    ListRef,
+    Loop,
+    ModuleRef,
+    ObjectRef,
+    SelfRef,
+    TupleVal,
+    Value,
+)
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
@@ -56,6 +68,10 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     then, other = state.copy(), state.copy()
     _refine_none_test(frame, stmt.test, then, other)
     _branch_facts(frame, stmt.test, state, then, other)
+    flag = _constant_flag(frame, stmt.test, state)
+    if flag is not None:  # `if model.automatic_optimization:`, set once to False: one branch
+        then.ended = then.ended or not flag
+        other.ended = other.ended or flag
     then = frame.exec_block(stmt.body.body, then)
     if stmt.orelse is None:
         pass
@@ -82,6 +98,52 @@ def _branch_facts(frame: Frame, test: cst.BaseExpression, state: State, then: St
         other.ended = True
     else:
         other.assume(paths.assumed(test, False, key_of))
+
+
+def _constant_flag(frame: Frame, test: cst.BaseExpression, state: State) -> Optional[bool]:
+    """The value of a test on an object's flag that its class sets once, in
+    `__init__`, to a literal and never again (`self.automatic_optimization =
+    False`): an attribute of an instance of that class (`model.flag`,
+    `self.flag`), or `not` of one. None when not known."""
+    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+    expr = test.expression if negated else test  # type: ignore[attr-defined]
+    if type(expr) is not cst.Attribute or dotted_name(expr.value) is None:
+        return None  # (only a name or attribute chain is evaluated again)
+    classes = set()
+    for value in frame.eval(expr.value, state):
+        if isinstance(value, ModuleRef) and value.user_class is not None:
+            classes.add(value.user_class)
+        elif isinstance(value, ObjectRef):
+            classes.add(value.cls)
+        elif isinstance(value, SelfRef) and frame.owner is not None:
+            classes.add(frame.owner.node)
+        else:
+            return None
+    values = {_set_once(cls, expr.attr.value) for cls in classes}
+    if len(values) != 1 or None in values:
+        return None
+    (value,) = values
+    return (not value) if negated else value
+
+
+def _set_once(cls: cst.ClassDef, attr: str) -> Optional[bool]:
+    """The literal bool that `cls.__init__` gives `self.<attr>` when that is the
+    class's only assignment to it (augmented or annotated ones count too)."""
+    found: list[Optional[bool]] = []
+    for method in cls.body.body:
+        if type(method) is not cst.FunctionDef:
+            continue
+        for stmt in walk_statements(method.body.body):
+            if type(stmt) is cst.Assign:
+                targets = [t.target for t in stmt.targets]
+            elif type(stmt) in (cst.AugAssign, cst.AnnAssign):
+                targets = [stmt.target]  # type: ignore[attr-defined]
+            else:
+                continue
+            if any(type(t) is cst.Attribute and dotted_name(t) == f"self.{attr}" for t in targets):
+                literal = literal_bool(stmt.value) if type(stmt) is cst.Assign else None
+                found.append(literal if method.name.value == "__init__" else None)
+    return found[0] if len(found) == 1 else None
 
 
 def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other: State) -> None:
@@ -129,13 +191,24 @@ def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
     new = [key for key in end.released if key not in entry.released and key[1] is None]
     if not new:
         return
-    own = _reachable((v for v in elements if isinstance(v, (AbstractNode, Carried))), True)
+    own = _reachable(_tensors(elements), True)
     # (an earlier iteration's value of an outer loop is another tensor: not shared)
-    shared = _reachable((v for name, vals in entry.env.items() if not name.startswith("<")
+    shared = _reachable((v for name, vals in entry.env.items()
+                         if not name.startswith("<") or name.startswith("<obj@")
                          for v in vals if isinstance(v, AbstractNode)), False)
     for key in new:
         if id(key[0]) in own and id(key[0]) not in shared:
             del end.released[key]
+
+
+def _tensors(vals: Iterable[Value]) -> Iterable[Value]:
+    """The tensors among `vals`, inside tuples too (a batch `(x, y)` of a generator)."""
+    for value in vals:
+        if isinstance(value, TupleVal):
+            for item in value.items:
+                yield from _tensors(item)
+        elif isinstance(value, (AbstractNode, Carried)):
+            yield value
 
 
 def _reachable(roots: Iterable[Value], through_carried: bool) -> set[int]:

@@ -80,6 +80,10 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
         if key is not None:
             state.env[key] = frozenset((leaf,))
         return frozenset((leaf,))
+    if method == "copy_" and args:
+        copied = frozenset(frame.graph_values(args[0][1], state))
+        if copied:
+            return _copy_into(frame, func.value, frozenset(tensors), copied, state)
     if method in torch_api.TENSOR_SELF_METHODS:
         return frozenset(tensors)
     parents = list(tensors) + [p for _, v in args for p in frame.graph_values(v, state)]
@@ -93,6 +97,19 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
 
 def _distribution(value: GraphValue) -> bool:
     return (value.node if isinstance(value, Carried) else value).distribution
+
+
+def _copy_into(frame: Frame, receiver: cst.BaseExpression, tensors: Vals, copied: Vals, state: State) -> Vals:
+    """`buffer[step].copy_(value)`: the buffer now holds what was copied in, with
+    its history, besides what it held (PyTorch's CopySlices keeps both graphs),
+    like a container of the values written into it."""
+    written = receiver
+    while type(written) is cst.Subscript:
+        written = written.value
+    if type(written) in (cst.Name, cst.Attribute):
+        held = tensors if written is receiver else frame.eval(written, state)
+        frame.bind(written, held | copied, state)
+    return tensors | copied
 
 
 def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
