@@ -10,9 +10,9 @@ import textwrap
 import libcst as cst
 import pytest
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.analysis.findings import StaleHazard
-from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.staleness import OptimizerRef, is_optimizer_class
 from tapelint.settings import Settings
 

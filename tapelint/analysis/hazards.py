@@ -10,7 +10,7 @@ them as the interpreter reports backward events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -155,7 +155,7 @@ class HazardLog:
                 state.retained[key] = event  # the latest retain is the one the next backward relies on
                 state.kept.setdefault(key, event)
 
-    def found(self, except_nodes: set[int]) -> list[ReuseHazard | RetainHazard | StaleHazard]:
+    def found(self, except_nodes: set[int]) -> list[Hazard]:
         """Every hazard found, one per root cause: except those whose reused node
         is in `except_nodes` (ids of running totals that TL003 reports), and with
         the walks into the same released ground merged (`one_per_cause`)."""
@@ -276,7 +276,7 @@ class HazardLog:
             return
 
 
-def one_per_cause(found: list[tuple[Optional[AbstractNode], Hazard]]) -> list[Hazard]:
+def one_per_cause(found: Sequence[tuple[Optional[AbstractNode], Hazard]]) -> list[Hazard]:
     """One hazard per released value: a reuse of the same node, released by
     the same first walk, reached again by another backward (the other arm of
     an if/else, a third walk) is the same hazard, and so is a reuse across

@@ -16,8 +16,8 @@ another path, the walk of another path's backward.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Callable, Optional, TypeVar
 
 from tapelint.analysis.model import (

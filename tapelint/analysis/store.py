@@ -14,7 +14,6 @@ from typing import Optional, Protocol
 import libcst as cst
 
 from tapelint.analysis.abbreviations import abbreviate
-
 from tapelint.analysis.model import (
     AbstractNode,
     BackwardEvent,

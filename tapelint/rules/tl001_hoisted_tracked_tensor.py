@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import libcst as cst
 
-from tapelint.analysis.findings import HazardKind, HoistedHazard
 from tapelint.analysis.abbreviations import abbreviate
+from tapelint.analysis.findings import HazardKind, HoistedHazard
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
 from tapelint.fixes.detach import definition_detach_edits
 from tapelint.fixes.edits import fix_of
@@ -161,7 +159,8 @@ for step in range(3):
             # (REINFORCE's log-probs of the previous episode): computed every time, kept too long.
             container = _container_name(hazard.kept_in, ctx)
             message = (
-                f"`{assigned_name(hazard.definition, ctx)}` (line {defined}) is computed on every iteration of {loop_phrase(hazard, ctx)}, but an "
+                f"`{assigned_name(hazard.definition, ctx)}` (line {defined}) is computed on every iteration of "
+                f"{loop_phrase(hazard, ctx)}, but an "
                 f"element kept in {container} from the previous iteration is walked again by the backward at line "
                 f"{fails}, which freed it then. Empty the container after each backward (`del ...[:]`, "
                 f"`.clear()`), or detach what it keeps if that needs no gradient."

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import HazardKind, StaleHazard
 from tapelint.diagnostics import Diagnostic, FixKind, Related, Role, Safety
 from tapelint.fixes.edits import fix_of
 from tapelint.fixes.stale import reorder_step_edits
-from tapelint.analysis.abbreviations import abbreviate
 from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, assigned_name, function_of, loop_phrase
 
 

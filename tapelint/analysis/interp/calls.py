@@ -14,7 +14,6 @@ import libcst as cst
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.statements import has_loop, note_accumulation
-from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
 from tapelint.analysis.model import (
     OPAQUE,
@@ -33,6 +32,7 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.ops import Saves
 
@@ -62,6 +62,7 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         parents = [p for _, v in args for p in frame.graph_values(v, state)]
         return frozenset((frame.store.node(frame, state, call, f"{raw}(...)", parents, Saves.UNKNOWN, Tracked.YES),))
     name = frame.canonical(func, raw)
+    result: Vals
     if name == "functools.partial" and args and args[0][0] is None:
         result = frozenset((PartialRef(args[0][1], tuple(args[1:])),))  # called later, like the function
     elif name is not None and name in torch_api.MODULE_WRAPPERS:

@@ -62,7 +62,7 @@ def eval_yield(frame: Frame, expr: cst.Yield, state: State) -> Vals:
     """What a generator produces (`yield x`, `yield from xs`), kept on the
     frame; what is sent back in is unknown to the analysis (nothing)."""
     value = expr.value
-    if type(value) is cst.From:
+    if isinstance(value, cst.From):
         frame.yields.append(frame.elements(frame.eval(value.item, state), state))
     elif value is not None:
         frame.yields.append(frame.eval(value, state))
