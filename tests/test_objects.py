@@ -99,21 +99,20 @@ def test_calls_on_one_of_several_objects_are_alternatives():
             def __init__(self, double):
                 self.double = double
 
-            def run(self, losses):
-                for loss in losses:
-                    if self.double:
-                        (loss * 2).backward()
-                    else:
-                        loss.backward()
+            def run(self, loss):
+                if self.double:
+                    (loss * 2).backward()
+                else:
+                    loss.backward()
 
         net = torch.nn.Linear(3, 1)
         for runner in (Runner(False), Runner(True)):
             loss = net(torch.randn(2, 3)).exp().mean()
-            runner.run([loss])
+            runner.run(loss)
         {again}
         """
     assert codes(source.format(again="")) == []
-    assert codes(source.format(again="loss.backward()")) == [("TL002", 19)]
+    assert codes(source.format(again="loss.backward()")) == [("TL002", 18)]
 
 
 def test_a_flag_set_once_in_init_decides_a_test_on_it():

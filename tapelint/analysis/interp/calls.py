@@ -13,7 +13,7 @@ import libcst as cst
 
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.statements import has_loop, note_accumulation
+from tapelint.analysis.interp.statements import note_accumulation
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
 from tapelint.analysis.model import (
     OPAQUE,
@@ -32,7 +32,6 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.ops import Saves
 
@@ -293,10 +292,7 @@ def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: Object
     is called; an unknown method (of a library base class) gives nothing known."""
     info = frame.program.class_info(obj.cls)
     if info is not None and method in info.methods:
-        fn = info.methods[method]
-        if _is_step(fn):
-            return EMPTY  # a training step: analysed as its own implicit loop, where its fixes belong
-        return inline(frame, call, fn, args, state, owner=info, share_self=False, obj=obj)
+        return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False, obj=obj)
     kept = state.env.get(obj.prefix + method)
     if kept is not None:
         return call_values(frame, call, func, kept, args, state)
@@ -317,15 +313,6 @@ def _each_alternative(frame: Frame, state: State, calls: list) -> Vals:
         for item in fields(State):
             setattr(state, item.name, getattr(joined, item.name))
     return frozenset(out)
-
-
-def _is_step(fn: cst.FunctionDef) -> bool:
-    """A method with a `.backward(...)` call and no loop: the driver runs it as
-    the body of an implicit loop, once per step (`train_step`)."""
-    if has_loop(fn):
-        return False
-    return any(type(stmt) is cst.Expr and type(stmt.value) is cst.Call and type(stmt.value.func) is cst.Attribute
-               and stmt.value.func.attr.value == "backward" for stmt in walk_statements(fn.body.body, False))
 
 
 def instantiate(frame: Frame, call: cst.Call, cls: ClassRef, args: Args, state: State) -> ObjectRef:
