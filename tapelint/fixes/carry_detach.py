@@ -35,8 +35,11 @@ def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit,
     attribute = name.startswith("self.") and name[5:].isidentifier()
     if not (name.isidentifier() or attribute):
         return ()
-    if loop.implicit:
-        body = getattr(loop.node, "body", None)
+    # `self.h` carried by a method that a loop elsewhere calls: `self` exists in
+    # the method, not at the loop, so each call of the method is the iteration.
+    method = _method_outside(ctx, hazard.definition, loop.node) if attribute and not loop.implicit else None
+    if loop.implicit or method is not None:
+        body = getattr(method or loop.node, "body", None)
         if not attribute or not isinstance(body, cst.IndentedBlock):
             return ()
         statements = list(body.body)
@@ -48,7 +51,7 @@ def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit,
         return ()
     if not statements:
         return ()
-    scope = ctx.names.ancestor(loop.node, (cst.ClassDef,) if attribute else (cst.FunctionDef,)) or ctx.module
+    scope = ctx.names.ancestor(method or loop.node, (cst.ClassDef,) if attribute else (cst.FunctionDef,)) or ctx.module
     if declared_outer(scope, name):
         scope = ctx.module  # `global h`/`nonlocal h`: its other bindings live outside
     found = bindings(scope, name)
@@ -61,6 +64,14 @@ def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit,
     if any(_is_none(value) for value, _ in found):
         lines = [f"if {name} is not None:", f"{ctx.module.default_indent}{lines[0]}"]
     return (insert_before(ctx, statements[0], lines),)
+
+
+def _method_outside(ctx: SourceContext, definition: Optional[cst.CSTNode], loop: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The method of a class that `definition` is in, when `loop` is not inside it."""
+    method = ctx.names.ancestor(definition, (cst.FunctionDef,)) if definition is not None else None
+    if not isinstance(method, cst.FunctionDef) or ctx.names.within(loop, method):
+        return None
+    return method if isinstance(ctx.names.ancestor(method, (cst.ClassDef, cst.FunctionDef)), cst.ClassDef) else None
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
