@@ -21,12 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from tapelint.analysis.driver import analyze_module
 from tapelint.analysis.project import CACHE as PARSED
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
-from tapelint.origins import with_origins
+from tapelint.origins import Positions, positions_in, with_origins
 from tapelint.precheck import may_hold_hazard
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import ReportContext
@@ -110,14 +109,12 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
     located = analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
     if not located:
         return ()
-    positions: dict[cst.CSTNode, CodeRange] = {}
+    positions: Positions = {}
 
     def range_of(node: cst.CSTNode) -> Range:
         # Positions cost a full code generation pass, so they are computed
         # only for files that have something to report, and only once.
-        if not positions:
-            positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
-        code_range = positions[node]
+        code_range = positions_in(module, positions)[node]
         return Range.of(
             code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
         )
@@ -131,6 +128,6 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
         for item in located:
             # Under --semantics torch, a reuse that only a strict tape rejects is not reported.
             for diagnostic in rule.check((item.hazard,), ctx, settings.semantics):
-                diagnostic = with_origins(diagnostic, item.origins, path)
+                diagnostic = with_origins(diagnostic, item.origins, path, positions)
                 found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
     return tuple(sorted(found.values(), key=lambda d: d.sort_key))

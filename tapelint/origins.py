@@ -2,16 +2,19 @@
 analysis placed at a call of the linted file really are (`analysis.anchors`).
 
 Each gets the other file's own path — shown as the linted path is (relative
-stays relative) — and its position in that file's tree.
+stays relative) — and its position in that file's tree. Positions cost a
+code generation pass over the whole tree, so each module's are computed
+once per lint (`Positions`), however many findings point into it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from libcst.metadata import MetadataWrapper, PositionProvider
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from tapelint.analysis.anchors import Origin
 from tapelint.diagnostics import Diagnostic, Range, Related, Role
@@ -25,12 +28,25 @@ _WHAT = {
 }
 
 
-def with_origins(diagnostic: Diagnostic, origins: Sequence[Origin], linted_path: str) -> Diagnostic:
+# Each module's node positions, for one lint.
+Positions = dict[cst.Module, Mapping[cst.CSTNode, CodeRange]]
+
+
+def positions_in(module: cst.Module, known: Positions) -> Mapping[cst.CSTNode, CodeRange]:
+    """The positions of `module`'s nodes, computed on first use and kept in `known`."""
+    found = known.get(module)
+    if found is None:
+        found = known[module] = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return found
+
+
+def with_origins(diagnostic: Diagnostic, origins: Sequence[Origin], linted_path: str,
+                 positions: Positions) -> Diagnostic:
     if not origins:
         return diagnostic
     related = list(diagnostic.related)
     for origin in origins:
-        position = MetadataWrapper(origin.module, unsafe_skip_copy=True).resolve(PositionProvider)[origin.node]
+        position = positions_in(origin.module, positions)[origin.node]
         where = Range.of(position.start.line, position.start.column, position.end.line, position.end.column)
         shown = origin.path if os.path.isabs(linted_path) else os.path.relpath(origin.path)
         message = (f"{_WHAT[origin.role]} `{origin.function}`, {os.path.basename(origin.path)} "

@@ -29,6 +29,7 @@ leaves no worker behind.
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import queue
@@ -172,6 +173,7 @@ class _Task:
 def _lint_task(task: _Task) -> Outcome:
     """In a worker: one file under its budget."""
     _DeepStackThread.get()  # its stack is the worker's, not the file's
+    settle_heap()
     with _budget(task.settings):
         if task.record:
             return _with_deep_stack(_read_and_lint_recorded, task.path, task.settings)
@@ -220,6 +222,19 @@ def guarded(path: str, settings: Settings, lint: Callable[[], Outcome]) -> Outco
         return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))
     except Exception as exc:  # a bug in tapelint
         return _crash(path, debug.internal_error(exc))
+
+
+def settle_heap() -> None:
+    """Between two files of a long-lived process: collect the reference
+    cycles the last file left (nested functions that call themselves), then
+    move every survivor (imported modules, the parse cache's trees) out of
+    the cycle collector's sight. Otherwise each of its full collections
+    walks the whole parse cache, hundreds of thousands of nodes: measured on
+    peft in one process, 7 of 27 CPU-seconds. What survives a file is
+    acyclic (trees, summaries), so reference counting still frees it when
+    the parse cache drops it."""
+    gc.collect()
+    gc.freeze()
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:

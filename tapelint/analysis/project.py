@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 import libcst as cst
 
 from tapelint.analysis import reads
+from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.syntax import walk_statements
 from tapelint.files import SourceError, decode_source, read_bytes
@@ -300,12 +301,12 @@ class ModuleCache:
         """The parse of `text`, the content of the file at `path` being
         linted: the cached tree when this process parsed the same text for
         `path` already, else a fresh parse kept for later importers.
-        Raises what `libcst.parse_module` raises."""
+        Raises what `parsing.parse_module` raises."""
         entry = self.entries.get(os.path.abspath(path)) if path else None
         if entry is not None and entry.module is not None and entry.text == text:
             self.entries.move_to_end(os.path.abspath(path))
             return entry.module
-        module = cst.parse_module(text)
+        module = parse_module(text)
         if path and len(text) <= MAX_MODULE_CHARS:
             self._put(os.path.abspath(path), _Entry(None, text, None, module))
         return module
@@ -339,7 +340,7 @@ class ModuleCache:
 
 def _parse(text: str) -> Optional[cst.Module]:
     try:
-        return cst.parse_module(text)
+        return parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
 
