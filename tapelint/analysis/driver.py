@@ -59,7 +59,24 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
     analysis.store.release()
     analysis.program.release()
-    return found
+    return in_source_order(found, module)
+
+
+def in_source_order(found: list[Located], module: cst.Module) -> list[Located]:
+    """The hazards ordered by where their values are created. The analysis
+    meets them in the order of sets of abstract values (object identities),
+    so two equivalent hazards (one loss from either of two lambdas) would
+    otherwise come out in a different order, and be reported at a different
+    definition, from one run to the next."""
+    if len(found) < 2:
+        return found
+    order: dict[cst.CSTNode, int] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        order[node] = len(order)
+        stack.extend(reversed(node.children))
+    return sorted(found, key=lambda item: order.get(item.hazard.definition, len(order)))
 
 
 class OutOfBudget(Exception):
