@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 import libcst as cst
 
 from tapelint.analysis import reads
-from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.syntax import walk_statements
 from tapelint.files import SourceError, decode_source, read_bytes
 
