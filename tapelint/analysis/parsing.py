@@ -35,7 +35,7 @@ def _post_init(node: CSTNode) -> None:
         _validate_node(node)
 
 
-CSTNode.__post_init__ = _post_init  # type: ignore[method-assign]
+CSTNode.__post_init__ = _post_init  # type: ignore[method-assign,assignment]
 _lock = threading.Lock()
 
 

@@ -66,7 +66,8 @@ def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit,
     return (insert_before(ctx, statements[0], lines),)
 
 
-def _method_outside(ctx: SourceContext, definition: Optional[cst.CSTNode], loop: cst.CSTNode) -> Optional[cst.FunctionDef]:
+def _method_outside(ctx: SourceContext, definition: Optional[cst.CSTNode],
+                    loop: cst.CSTNode) -> Optional[cst.FunctionDef]:
     """The method of a class that `definition` is in, when `loop` is not inside it."""
     method = ctx.names.ancestor(definition, (cst.FunctionDef,)) if definition is not None else None
     if not isinstance(method, cst.FunctionDef) or ctx.names.within(loop, method):
