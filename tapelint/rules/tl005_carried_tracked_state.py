@@ -107,7 +107,7 @@ for step in range(3):
             f"(created at line {created}{inner}): the backward at line "
             f"{ctx.line_of(hazard.fails_at.call)} frees each iteration's graph, and the next iteration's "
             f"backward walks into it again through `{name}` and fails. Detach it where it is carried "
-            f"(`{name} = {name}.detach()`), as truncated BPTT does." + semantics_note(hazard)
+            f"({_detaching(name)}), as truncated BPTT does." + semantics_note(hazard)
         )
         return self.diagnostic(
             hazard,
@@ -120,3 +120,10 @@ for step in range(3):
                        carry_detach_edits(hazard, ctx)),
             ),
         )
+
+
+def _detaching(name: str) -> str:
+    """The statement that detaches a carried name; for an element of a container
+    (`w - 0.1 * w.sin()` in a list comprehension) an assignment to it is no code."""
+    bound = name.isidentifier() or (name.startswith("self.") and name[5:].isidentifier())
+    return f"`{name} = {name}.detach()`" if bound else "detach what the next iteration starts from"
