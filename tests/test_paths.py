@@ -4,6 +4,8 @@ carry them through joins and loop back edges."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import libcst as cst
@@ -110,3 +112,35 @@ def test_a_module_of_another_framework_is_not_analysed():
     assert findings(code.format(imports="from mxnet import autograd, np")) == []
     as_torch = findings(code.format(imports="import torch as np\nfrom torch import autograd"))
     assert [type(h).__name__ for h in as_torch] == ["RepeatedHazard"]
+
+
+# A nested generator is a closure over its defining scope, which holds the
+# generator itself; a list made inside the loop makes the loop head look for
+# garbage through every closure. That walk looped on the cycle without end
+# (pytorch/examples' distributed RNN trainer, memory without bound).
+CLOSURE_HOLDING_ITSELF = '''
+import torch
+import torch.nn as nn
+
+
+def train():
+    hidden = (torch.randn(2, 3), torch.randn(2, 3))
+    model = nn.LSTM(3, 3)
+
+    def batches():
+        for _ in range(5):
+            yield torch.randn(1, 2, 3)
+
+    for epoch in range(10):
+        for x in batches():
+            output, hidden = model(x, hidden)
+            torch.autograd.backward([output.sum()])
+'''
+
+
+def test_the_loop_head_walks_a_closure_that_holds_its_own_function_once():
+    script = ("import sys; from tapelint.lint import lint_source; from tapelint.settings import Settings; "
+              "lint_source(sys.stdin.read(), 'train.py', Settings(), precheck=False)")
+    done = subprocess.run([sys.executable, "-c", script], input=CLOSURE_HOLDING_ITSELF, text=True,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr

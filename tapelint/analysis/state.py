@@ -266,9 +266,14 @@ def _reached_lists(state: State) -> set[str]:
     """The keys of the containers some binding (a name, an attribute path, a
     closure) reaches, directly or through other containers and tuples."""
     reached: set[str] = set()
+    seen: set[int] = set()  # closures and tuples met (a closure can hold its own function)
     stack: list[Value] = [v for name, vals in state.env.items() if not name.startswith("<list@") for v in vals]
     while stack:
         value = stack.pop()
+        if isinstance(value, (TupleVal, FunctionRef)):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
         if isinstance(value, ListRef):
             if value.key not in reached:
                 reached.add(value.key)
