@@ -29,7 +29,7 @@ import re
 from typing import Optional
 
 from tapelint.analysis import reads
-from tapelint.analysis.project import find_absolute, find_relative, is_package, roots_for
+from tapelint.analysis.project import find_module, is_package, roots_for
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.files import SourceError, decode_source, read_bytes
 from tapelint.ops import PARAMETRIC_MODULES
@@ -124,19 +124,15 @@ def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Sett
     roots = roots_for(importer, settings.src, settings.project_root)
     files = []
     for level, module, names in specs:
-        found = _find(level, module, importer, roots)
+        found = find_module(level, module, importer, roots)
         if found is not None and reads.is_file(found):
             files.append(found)
         if names and found is not None and is_package(found):
             for name in names:
-                sub = _find(level, f"{module}.{name}" if module else name, importer, roots)
+                sub = find_module(level, f"{module}.{name}" if module else name, importer, roots)
                 if sub is not None and reads.is_file(sub):
                     files.append(sub)
     return files
-
-
-def _find(level: int, dotted: str, importer: str, roots: tuple[str, ...]) -> Optional[str]:
-    return find_relative(level, dotted, importer) if level else find_absolute(dotted, roots)
 
 
 # (path, mtime, size, names) -> (holds a marker, tracks, its `from` imports, content digest)

@@ -11,7 +11,7 @@ diagnostic ever points into another file's tree with this file's path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Optional, Union
 
@@ -21,6 +21,7 @@ from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import Hazard, HazardKind
 from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
 from tapelint.analysis.program import Program
+from tapelint.analysis.syntax import walk_nodes
 from tapelint.diagnostics import Role
 
 _ROLES = {"definition": Role.DEFINITION, "first_backward": Role.FIRST_BACKWARD, "fails_at": Role.FAILS_AT,
@@ -98,7 +99,7 @@ class _Placer:
         for fn, call in self.entries.items():
             members = self.members.get(fn)
             if members is None:
-                members = self.members[fn] = {id(n) for n in _walk(fn)}
+                members = self.members[fn] = {id(n) for n in walk_nodes(fn)}
             if id(node) in members:
                 return call, fn
         return None
@@ -154,7 +155,7 @@ class _Placer:
     def _named_in(self, value: str, fn: cst.FunctionDef) -> bool:
         names = self.names.get(fn)
         if names is None:
-            names = self.names[fn] = {n.value for n in _walk(fn) if type(n) is cst.Name}
+            names = self.names[fn] = {n.value for n in walk_nodes(fn) if type(n) is cst.Name}
         return value.split(".")[0] in names
 
     def _event(self, event: Event, name: str, origins: list[Origin]) -> Optional[Event]:
@@ -176,11 +177,3 @@ class _Placer:
         owner = next((c.node.name.value for c in home.classes.values() if c.methods.get(fn.name.value) is fn), None)
         function = f"{owner}.{fn.name.value}" if owner else fn.name.value
         return Origin(role, node, home.module, home.path, function)
-
-
-def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)

@@ -30,6 +30,7 @@ from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
+from tapelint.analysis.syntax import walk_nodes
 from tapelint.analysis.updates import StepLog
 from tapelint.fixes.reach import remember
 from tapelint.settings import Settings
@@ -70,12 +71,7 @@ def in_source_order(found: list[Located], module: cst.Module) -> list[Located]:
     definition, from one run to the next."""
     if len(found) < 2:
         return found
-    order: dict[cst.CSTNode, int] = {}
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        order[node] = len(order)
-        stack.extend(reversed(node.children))
+    order = {node: index for index, node in enumerate(walk_nodes(module))}
     return sorted(found, key=lambda item: order.get(item.hazard.definition, len(order)))
 
 

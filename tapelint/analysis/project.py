@@ -143,6 +143,11 @@ def find_absolute(dotted: str, roots: Sequence[str]) -> Optional[str]:
     return None
 
 
+def find_module(level: int, dotted: str, importer: str, roots: Sequence[str]) -> Optional[str]:
+    """The first-party module `from <level dots><dotted> import ...` in `importer` names."""
+    return find_relative(level, dotted, importer) if level else find_absolute(dotted, roots)
+
+
 def find_relative(level: int, dotted: str, importer: str) -> Optional[str]:
     """`from ..a.b import x` in `importer`: the module `..a.b` names."""
     base = os.path.dirname(os.path.abspath(importer))
@@ -205,7 +210,7 @@ def _add_import_from(stmt: cst.ImportFrom, path: str, roots: Sequence[str], impo
                      stars: list[str]) -> None:
     dotted = dotted_name(stmt.module) if stmt.module is not None else ""
     level = len(stmt.relative)
-    found = find_relative(level, dotted or "", path) if level else find_absolute(dotted or "", roots)
+    found = find_module(level, dotted or "", path, roots)
     if found is None:
         return
     if isinstance(stmt.names, cst.ImportStar):

@@ -71,3 +71,12 @@ def whole_slice(target: cst.Subscript) -> bool:
         return False
     whole = target.slice[0].slice
     return whole.lower is None and whole.upper is None and whole.step is None
+
+
+def walk_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and every node below it, in source order (pre-order)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
