@@ -137,6 +137,25 @@ REPOSITORIES: tuple[Repository, ...] = (
     Repository("dragen1860/MAML-Pytorch", "98a00d41724c133bd29619a2fb2cc46dd128a368", "meta-learning"),
     Repository("tristandeleu/pytorch-meta", "d55d89ebd47f340180267106bde3e4b723f23762", "meta-learning"),
     Repository("yunjey/pytorch-tutorial", "0500d3df5a2a8080ccfccbc00aca0eacc21818db", "tutorial"),
+    # Held out: added in the sixth session and first linted with the analysis as it then
+    # stood, so their findings measure code the rules were not tuned on.
+    Repository("openai/spinningup", "038665d62d569055401d91856abb287263096178", "RL"),
+    Repository("sfujim/TD3", "34770ccdcb51df6f6c7d85c1ba7e40d71b940d16", "RL"),
+    Repository("pranz24/pytorch-soft-actor-critic", "c1805660b3961694be54079a355155a5cad492f5", "RL"),
+    Repository("ShangtongZhang/DeepRL", "c0968b5c046314af09944843cdf06f4100c6bb95", "RL"),
+    Repository("sthalles/SimCLR", "1848fc934ad844ae630e6c452300433fe99acfd9", "self-supervised"),
+    Repository("lucidrains/denoising-diffusion-pytorch", "faed4db28e724735323fa91c70aa9b28a6e1cbac", "diffusion training"),
+    Repository("tristandeleu/pytorch-maml", "44104272a0140b35e2223ba68750e7e715315653", "meta-learning"),
+    Repository("aaron-xichen/pytorch-playground", "5d476295f1c1564c8074eb885bb6138d6bd09889", "tutorial"),
+    Repository("karpathy/llm.c", "f1e2ace651495b74ae22d45d1723443fd00ecd3a", "language model"),
+    Repository("jzhang38/TinyLlama", "bf122247c486b6b897050e98cbb7bedae8eeba73", "language model"),
+    Repository("artidoro/qlora", "7f4e95a68dc076bea9b3a413d2b512eca6d004e5", "LLM fine-tuning"),
+    Repository("eric-mitchell/direct-preference-optimization", "f8b8c0f49dc92a430bae41585f9d467d3618fe2f",
+               "LLM fine-tuning/RLHF"),
+    Repository("lm-sys/FastChat", "0e6d3e4beaab66f4d3f93db72541a4abab8af28d", "LLM fine-tuning"),
+    Repository("meta-llama/llama-recipes", "faae2fd877995430906e1d0904131ecdaa89a604", "LLM fine-tuning"),
+    Repository("hiyouga/LLaMA-Factory", "ff6d4d12eeb035d6ce06805a5733dd7b29f2ac30", "LLM fine-tuning/RLHF"),
+    Repository("axolotl-ai-cloud/axolotl", "067b021c8b87a9e5e380b9173c704cf7340e30f5", "LLM fine-tuning/RLHF"),
 )
 
 
@@ -149,7 +168,10 @@ def mirror_root() -> str:
 
 
 def mirror_of(repository: Repository) -> str:
-    return os.path.join(mirror_root(), repository.slug.replace("/", "+"), "repo")
+    """The mirror's git directory: `repo` when bare, `repo/.git` when it has a work tree."""
+    repo = os.path.join(mirror_root(), repository.slug.replace("/", "+"), "repo")
+    work_tree_git = os.path.join(repo, ".git")
+    return work_tree_git if os.path.isdir(work_tree_git) else repo
 
 
 def torch_root() -> str | None:
