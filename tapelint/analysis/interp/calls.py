@@ -32,7 +32,9 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import walk_nodes
 from tapelint.analysis.torch_api import literal_bool
+from tapelint import ops
 from tapelint.ops import Saves
 
 if TYPE_CHECKING:
@@ -198,6 +200,9 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
             out |= list_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ObjectRef):
             out |= object_method(frame, call, func, value, method, args, state)
+        elif isinstance(value, ClassRef) and method == "apply" and (
+                function := _autograd_function(frame, value.node)) is not None:
+            out |= _apply_function(frame, call, function, args, state)
         elif isinstance(value, ClassRef):
             out.add(OPAQUE)
     if known_tensors:
@@ -210,6 +215,45 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif method not in torch_api.BARRIER_METHODS and OPAQUE in receiver:
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
+
+
+def _autograd_function(frame: Frame, node: cst.ClassDef, depth: int = 0) -> Optional[ClassInfo]:
+    """The class, when it is a custom `torch.autograd.Function` (directly or
+    through a base class of the project), as its own module imports the base."""
+    info = frame.program.class_info(node)
+    if info is None or depth > INLINE_DEPTH:
+        return None
+    home = frame.program.home_of(node)
+    for base in node.bases:
+        name = dotted_name(base.value)
+        if name is None:
+            continue
+        if (home.imports.resolve(name) or "") in torch_api.AUTOGRAD_FUNCTION_BASES:
+            return info
+        local = home.classes.get(name) or home.foreign_class(name)
+        if local is not None and _autograd_function(frame, local.node, depth + 1) is not None:
+            return info
+    return None
+
+
+def _apply_function(frame: Frame, call: cst.Call, function: ClassInfo, args: Args, state: State) -> Vals:
+    """`Square.apply(w)`: one node whose parents are its tensor arguments; what
+    it saves is what its `forward` hands `ctx.save_for_backward` (freed by the
+    first backward through it, as every node's saved tensors are)."""
+    parents = [p for _, v in args for p in frame.graph_values(v, state)]
+    if not parents:
+        return EMPTY
+    saves = Saves.TENSORS if _saves_for_backward(function.methods.get("forward")) else Saves.NOTHING
+    return frozenset((frame.store.node(frame, state, call, f"{function.node.name.value}.apply", parents, saves),))
+
+
+def _saves_for_backward(forward: Optional[cst.FunctionDef]) -> bool:
+    """Does `forward(ctx, ...)` call `ctx.save_for_backward(...)` anywhere in its body?"""
+    if forward is None or not forward.params.params:
+        return False
+    ctx = forward.params.params[0].name.value
+    wanted = f"{ctx}.{torch_api.SAVE_FOR_BACKWARD}"
+    return any(type(node) is cst.Call and dotted_name(node.func) == wanted for node in walk_nodes(forward.body))
 
 
 def _defines_backward(frame: Frame, receiver: Vals) -> bool:
@@ -282,7 +326,22 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
             return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False)
         if f"self.{method}" in info.state:  # a submodule: `model.body(x)`
             return call_values(frame, call, func, info.state[f"self.{method}"], args, state)
+    elif (submodule := torch_submodule(module, method)) is not None:
+        return module_call(frame, call, func, submodule, args, state)  # `transformer.encoder(src)`
     return EMPTY
+
+
+def torch_submodule(module: ModuleRef, attribute: str) -> Optional[ModuleRef]:
+    """The submodule `attribute` of a `torch.nn` layer (`nn.Transformer().encoder`),
+    when that class builds one: its parameters are the layer's (they share its
+    construction site, the owner an optimizer of `model.parameters()` updates)."""
+    if module.user_class is not None:
+        return None
+    cls = torch_api.TORCH_SUBMODULES.get(module.class_name, {}).get(attribute)
+    if cls is None:
+        return None
+    parametric = module.parametric and cls in ops.PARAMETRIC_MODULES
+    return ModuleRef(cls, parametric, ops.module_saves(cls), frozen=module.frozen, site=module.site)
 
 
 def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: ObjectRef, method: str, args: Args,
