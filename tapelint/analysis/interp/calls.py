@@ -80,6 +80,8 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = call_values(frame, call, func, lent, args, state)
     elif type(func) is cst.Attribute and torch_api.builds_pretrained_module(raw or "", func.attr.value):
         result = _pretrained(frame, func, state)
+    elif type(func) is cst.Attribute and (parent := super_method(frame, func)) is not None:
+        result = inline(frame, call, parent, args, state, owner=frame.owner)  # `super().__init__()`
     elif type(func) is cst.Attribute:
         receiver = frame.eval(func.value, state)
         result = method_call(frame, call, func, receiver, args, state)
@@ -98,6 +100,21 @@ def _names_a_class(name: str) -> bool:
     """`lib.GPTLMLoss`: the last component is spelled as Python spells classes."""
     last = name.rsplit(".", 1)[-1]
     return last[:1].isupper() and not last.isupper()
+
+
+def super_method(frame: Frame, func: cst.Attribute) -> Optional[cst.FunctionDef]:
+    """`super().<name>` in a method of a project class: the method of that
+    name its project base classes define (what `super()` runs on `self`)."""
+    value = func.value
+    if not (type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "super"
+            and "super" not in frame.program.functions) or frame.owner is None:
+        return None
+    home = frame.program.home_of(frame.scope)
+    defining = next((c for c in home.classes.values() if any(s is frame.scope for s in c.node.body.body)), None)
+    if defining is None:
+        return None
+    return next((base.methods[func.attr.value] for base in home.base_classes(defining.node)
+                 if func.attr.value in base.methods), None)
 
 
 def first_party(frame: Frame, dotted: str) -> Optional[Vals]:
@@ -187,13 +204,14 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         receiver = frozenset(v for v in receiver if not isinstance(v, ObjectRef))
     owner = frame.owner
     for value in receiver:
-        if isinstance(value, SelfRef) and owner is not None and method in owner.methods:
-            out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
-        elif isinstance(value, SelfRef) and owner is not None and method == "optimizers" \
+        if isinstance(value, SelfRef) and owner is not None and method == "optimizers" \
                 and "configure_optimizers" in owner.methods:
-            # Lightning's `self.optimizers()`: what the module's own `configure_optimizers()` built.
+            # Lightning's `self.optimizers()`: what the module's own `configure_optimizers()`
+            # built (whatever a base class's `optimizers` reads them back from).
             returned = inline(frame, call, owner.methods["configure_optimizers"], [], state, owner=owner)
             out |= staleness.configured_optimizers(returned, state)
+        elif isinstance(value, SelfRef) and owner is not None and method in owner.methods:
+            out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
         elif isinstance(value, ModuleRef):
             out |= module_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ListRef):
