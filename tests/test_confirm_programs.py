@@ -1,7 +1,8 @@
 """Issue 11's bar for the analysis: on the realistic training programs
 (`tests/engine/programs/`, every file in the folder, so programs added later
 are covered too), every finding `tapelint confirm --backend auto` runs is
-confirmed, or not reached — never refuted — under both semantics. The
+confirmed, or not reached — never refuted (but for a limit of the run listed
+in CONFIRM_LIMITS) — under both semantics. The
 findings known today are listed with their verdict, so a finding that goes
 missing or changes verdict fails as well."""
 
