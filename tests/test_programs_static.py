@@ -68,8 +68,7 @@ OUTCOMES: dict[str, tuple[str, str]] = {
 # What the linter reports on a failing program, per semantics: the failing
 # backward, or the line that causes it (the node computed once before the loop,
 # the carried state). Programs that run clean are expected to report nothing,
-# except the memory finding below.
-# The findings that are the same under both semantics (each program fails on both).
+# except the memory finding below. `_REUSE`: what both semantics report.
 _REUSE: dict[str, set[tuple[str, int]]] = {
     "a2c_two_backwards": {("TL002", 23)},
     "cnn3d_cached_features": {("TL001", 14)},
