@@ -62,7 +62,7 @@ class Program:
                 info = program.classes[stmt.name.value] = program._class_info(stmt)
                 homes[stmt] = program
                 for method in info.methods.values():
-                    homes[method] = program
+                    homes.setdefault(method, program)  # an inherited method stays its own module's
         return program
 
     @classmethod
@@ -110,10 +110,30 @@ class Program:
             self.project.close()
 
     def _class_info(self, node: cst.ClassDef) -> ClassInfo:
-        methods = {s.name.value: s for s in node.body.body if type(s) is cst.FunctionDef}
+        methods = {**self.inherited_methods(node),
+                   **{s.name.value: s for s in node.body.body if type(s) is cst.FunctionDef}}
         is_module = any(self._is_module_base(base.value) for base in node.bases)
         parametric = is_module and self._creates_parameters(node)
         return ClassInfo(node, methods, is_module, parametric)
+
+    def base_classes(self, node: cst.ClassDef) -> list[ClassInfo]:
+        """The project classes `node` derives from (this module's or another's), in order."""
+        found = []
+        for base in node.bases:
+            name = dotted_name(base.value)
+            info = (self.classes.get(name) or self.foreign_class(name)) if name is not None else None
+            if info is not None and info.node is not node:
+                found.append(info)
+        return found
+
+    def inherited_methods(self, node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        """The methods `node` inherits from project classes (a training loop
+        written in a base trainer of another file runs with the subclass's
+        hooks): the first base that has a name wins, as in Python's MRO."""
+        methods: dict[str, cst.FunctionDef] = {}
+        for info in reversed(self.base_classes(node)):
+            methods.update(info.methods)
+        return methods
 
     def _is_module_base(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)

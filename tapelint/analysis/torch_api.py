@@ -36,6 +36,26 @@ GRAD_CONTEXTS = frozenset(("torch.enable_grad", "torch.autograd.enable_grad"))
 SET_GRAD = frozenset(("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"))
 AUTOGRAD_WALKS = frozenset(("torch.autograd.grad", "torch.autograd.backward"))
 PARAMETER_CLASSES = frozenset(("torch.nn.Parameter", "torch.nn.parameter.Parameter"))
+# Bases of a custom autograd Function: `Cls.apply(x)` is one node of its inputs.
+AUTOGRAD_FUNCTION_BASES = frozenset(("torch.autograd.Function", "torch.autograd.function.Function"))
+# The submodules a `torch.nn` class builds in its `__init__` (attribute -> class,
+# as `named_children()` lists them on PyTorch 2.13; module lists left out): what
+# `model.encoder(src)` of an `nn.Transformer` calls. One table per layer's
+# structure, so nothing is guessed from an attribute's name.
+_ENCODER_LAYER = {"self_attn": "MultiheadAttention", "linear1": "Linear", "linear2": "Linear", "dropout": "Dropout",
+                  "norm1": "LayerNorm", "norm2": "LayerNorm", "dropout1": "Dropout", "dropout2": "Dropout"}
+TORCH_SUBMODULES: dict[str, dict[str, str]] = {
+    "Transformer": {"encoder": "TransformerEncoder", "decoder": "TransformerDecoder"},
+    "TransformerEncoder": {"norm": "LayerNorm"},
+    "TransformerDecoder": {"norm": "LayerNorm"},
+    "TransformerEncoderLayer": _ENCODER_LAYER,
+    "TransformerDecoderLayer": {**_ENCODER_LAYER, "multihead_attn": "MultiheadAttention", "norm3": "LayerNorm",
+                                "dropout3": "Dropout"},
+    "MultiheadAttention": {"out_proj": "Linear"},
+    "AdaptiveLogSoftmaxWithLoss": {"head": "Linear"},
+}
+# What a custom Function's `forward` calls on its `ctx` to save tensors that a backward frees.
+SAVE_FOR_BACKWARD = "save_for_backward"
 MODULE_BASES = frozenset(
     ("torch.nn.Module", "torch.nn.modules.module.Module", "pytorch_lightning.LightningModule",
      "lightning.LightningModule", "lightning.pytorch.LightningModule")

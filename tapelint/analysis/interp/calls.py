@@ -32,7 +32,9 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import walk_nodes
 from tapelint.analysis.torch_api import literal_bool
+from tapelint import ops
 from tapelint.ops import Saves
 
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = call_values(frame, call, func, lent, args, state)
     elif type(func) is cst.Attribute and torch_api.builds_pretrained_module(raw or "", func.attr.value):
         result = _pretrained(frame, func, state)
+    elif type(func) is cst.Attribute and (parent := super_method(frame, func)) is not None:
+        result = inline(frame, call, parent, args, state, owner=frame.owner)  # `super().__init__()`
     elif type(func) is cst.Attribute:
         receiver = frame.eval(func.value, state)
         result = method_call(frame, call, func, receiver, args, state)
@@ -96,6 +100,21 @@ def _names_a_class(name: str) -> bool:
     """`lib.GPTLMLoss`: the last component is spelled as Python spells classes."""
     last = name.rsplit(".", 1)[-1]
     return last[:1].isupper() and not last.isupper()
+
+
+def super_method(frame: Frame, func: cst.Attribute) -> Optional[cst.FunctionDef]:
+    """`super().<name>` in a method of a project class: the method of that
+    name its project base classes define (what `super()` runs on `self`)."""
+    value = func.value
+    if not (type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "super"
+            and "super" not in frame.program.functions) or frame.owner is None:
+        return None
+    home = frame.program.home_of(frame.scope)
+    defining = next((c for c in home.classes.values() if any(s is frame.scope for s in c.node.body.body)), None)
+    if defining is None:
+        return None
+    return next((base.methods[func.attr.value] for base in home.base_classes(defining.node)
+                 if func.attr.value in base.methods), None)
 
 
 def first_party(frame: Frame, dotted: str) -> Optional[Vals]:
@@ -185,19 +204,23 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         receiver = frozenset(v for v in receiver if not isinstance(v, ObjectRef))
     owner = frame.owner
     for value in receiver:
-        if isinstance(value, SelfRef) and owner is not None and method in owner.methods:
-            out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
-        elif isinstance(value, SelfRef) and owner is not None and method == "optimizers" \
+        if isinstance(value, SelfRef) and owner is not None and method == "optimizers" \
                 and "configure_optimizers" in owner.methods:
-            # Lightning's `self.optimizers()`: what the module's own `configure_optimizers()` built.
+            # Lightning's `self.optimizers()`: what the module's own `configure_optimizers()`
+            # built (whatever a base class's `optimizers` reads them back from).
             returned = inline(frame, call, owner.methods["configure_optimizers"], [], state, owner=owner)
             out |= staleness.configured_optimizers(returned, state)
+        elif isinstance(value, SelfRef) and owner is not None and method in owner.methods:
+            out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
         elif isinstance(value, ModuleRef):
             out |= module_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ListRef):
             out |= list_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ObjectRef):
             out |= object_method(frame, call, func, value, method, args, state)
+        elif isinstance(value, ClassRef) and method == "apply" and (
+                function := _autograd_function(frame, value.node)) is not None:
+            out |= _apply_function(frame, call, function, args, state)
         elif isinstance(value, ClassRef):
             out.add(OPAQUE)
     if known_tensors:
@@ -210,6 +233,45 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif method not in torch_api.BARRIER_METHODS and OPAQUE in receiver:
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
+
+
+def _autograd_function(frame: Frame, node: cst.ClassDef, depth: int = 0) -> Optional[ClassInfo]:
+    """The class, when it is a custom `torch.autograd.Function` (directly or
+    through a base class of the project), as its own module imports the base."""
+    info = frame.program.class_info(node)
+    if info is None or depth > INLINE_DEPTH:
+        return None
+    home = frame.program.home_of(node)
+    for base in node.bases:
+        name = dotted_name(base.value)
+        if name is None:
+            continue
+        if (home.imports.resolve(name) or "") in torch_api.AUTOGRAD_FUNCTION_BASES:
+            return info
+        local = home.classes.get(name) or home.foreign_class(name)
+        if local is not None and _autograd_function(frame, local.node, depth + 1) is not None:
+            return info
+    return None
+
+
+def _apply_function(frame: Frame, call: cst.Call, function: ClassInfo, args: Args, state: State) -> Vals:
+    """`Square.apply(w)`: one node whose parents are its tensor arguments; what
+    it saves is what its `forward` hands `ctx.save_for_backward` (freed by the
+    first backward through it, as every node's saved tensors are)."""
+    parents = [p for _, v in args for p in frame.graph_values(v, state)]
+    if not parents:
+        return EMPTY
+    saves = Saves.TENSORS if _saves_for_backward(function.methods.get("forward")) else Saves.NOTHING
+    return frozenset((frame.store.node(frame, state, call, f"{function.node.name.value}.apply", parents, saves),))
+
+
+def _saves_for_backward(forward: Optional[cst.FunctionDef]) -> bool:
+    """Does `forward(ctx, ...)` call `ctx.save_for_backward(...)` anywhere in its body?"""
+    if forward is None or not forward.params.params:
+        return False
+    ctx = forward.params.params[0].name.value
+    wanted = f"{ctx}.{torch_api.SAVE_FOR_BACKWARD}"
+    return any(type(node) is cst.Call and dotted_name(node.func) == wanted for node in walk_nodes(forward.body))
 
 
 def _defines_backward(frame: Frame, receiver: Vals) -> bool:
@@ -282,7 +344,22 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
             return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False)
         if f"self.{method}" in info.state:  # a submodule: `model.body(x)`
             return call_values(frame, call, func, info.state[f"self.{method}"], args, state)
+    elif (submodule := torch_submodule(module, method)) is not None:
+        return module_call(frame, call, func, submodule, args, state)  # `transformer.encoder(src)`
     return EMPTY
+
+
+def torch_submodule(module: ModuleRef, attribute: str) -> Optional[ModuleRef]:
+    """The submodule `attribute` of a `torch.nn` layer (`nn.Transformer().encoder`),
+    when that class builds one: its parameters are the layer's (they share its
+    construction site, the owner an optimizer of `model.parameters()` updates)."""
+    if module.user_class is not None:
+        return None
+    cls = torch_api.TORCH_SUBMODULES.get(module.class_name, {}).get(attribute)
+    if cls is None:
+        return None
+    parametric = module.parametric and cls in ops.PARAMETRIC_MODULES
+    return ModuleRef(cls, parametric, ops.module_saves(cls), frozen=module.frozen, site=module.site)
 
 
 def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: ObjectRef, method: str, args: Args,

@@ -11,7 +11,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.calls import eval_call, first_party
+from tapelint.analysis.interp.calls import eval_call, first_party, torch_submodule
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -127,6 +127,8 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
                 out |= info.state[f"self.{attr}"]
             elif attr in ops.MODULE_STATE_ATTRIBUTES:
                 continue  # a buffer (`bn.running_var`) or the configuration: no parameter
+            elif (submodule := torch_submodule(value, attr)) is not None:
+                out.add(submodule)
             else:
                 out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
         elif isinstance(value, ObjectRef):

@@ -30,7 +30,9 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
         roots = args[0][1] if args else EMPTY
         backward(frame, call, roots, state, name + "(...)", positional_offset=3 if last == "grad" else 2,
                  is_grad=last == "grad")
-        return frozenset((OPAQUE,)) if last == "grad" else EMPTY
+        if last != "grad":
+            return EMPTY
+        return _gradients(frame, call, args, state)
     if name in torch_api.SET_GRAD and args:
         flag = literal_bool(call.args[0].value)
         if flag is not None:
@@ -60,6 +62,38 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     if torch_api.is_distribution_class(name):
         node.distribution = True
     return frozenset((node,))
+
+
+def _gradients(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
+    """What `torch.autograd.grad(outputs, inputs, ...)` returns. With a literal
+    `create_graph=True` the gradients have history: their graph is built from
+    what the walked graph saved, so it reaches back into the outputs' graph and
+    the inputs (a PINN's `u_x`, a gradient penalty, MAML's fast weights);
+    otherwise they are of unknown provenance, never reported."""
+    if literal_bool(_walk_argument(call, "create_graph", 4)) is not True:
+        return frozenset((OPAQUE,))
+    parents = [p for index, keyword in ((0, "outputs"), (1, "inputs"))
+               for p in frame.graph_values(_argument_values(args, index, keyword), state)]
+    if not parents:
+        return frozenset((OPAQUE,))
+    return frozenset((frame.store.node(frame, state, call, "grad", parents, Saves.TENSORS),))
+
+
+def _argument_values(args: list, index: int, keyword: str) -> Vals:
+    """The values of the call's argument at position `index` or named `keyword`."""
+    positional = [vals for name, vals in args if name is None]
+    if index < len(positional):
+        return positional[index]
+    return next((vals for name, vals in args if name == keyword), EMPTY)
+
+
+def _walk_argument(call: cst.Call, keyword: str, position: int) -> Optional[cst.BaseExpression]:
+    """A walk's argument by keyword, else at its position."""
+    value = keyword_value(call, keyword)
+    if value is not None:
+        return value
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return positional[position] if len(positional) > position else None
 
 
 def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
@@ -116,14 +150,11 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
              is_grad: bool = False) -> None:
     """A call that walks the graph of `roots`: whether it retains decides what
     it releases (`retain_graph`/`create_graph`, by keyword or by position)."""
-    retain = keyword_value(call, "retain_graph")
-    create = keyword_value(call, "create_graph")
     if positional_offset is not None:
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if retain is None and len(positional) > positional_offset:
-            retain = positional[positional_offset]
-        if create is None and len(positional) > positional_offset + 1:
-            create = positional[positional_offset + 1]
+        retain = _walk_argument(call, "retain_graph", positional_offset)
+        create = _walk_argument(call, "create_graph", positional_offset + 1)
+    else:
+        retain, create = keyword_value(call, "retain_graph"), keyword_value(call, "create_graph")
     creates = literal_bool(create) is True
     if creates or literal_bool(retain) is True:
         retains = Retains.YES
