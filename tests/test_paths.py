@@ -144,3 +144,83 @@ def test_the_loop_head_walks_a_closure_that_holds_its_own_function_once():
     done = subprocess.run([sys.executable, "-c", script], input=CLOSURE_HOLDING_ITSELF, text=True,
                           capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_literal_argument_decides_a_conditional_expression_in_the_callee():
+    """axolotl's test runs `run(False)` then `run(True)`: only the second
+    takes the arm that walks `shared`, so nothing is walked twice."""
+    found = findings("""
+        import torch
+        w = torch.randn(4, 4, requires_grad=True)
+        shared = w * 2.0
+
+        def run(eager):
+            out = torch.randn(3, 4) @ shared if eager else torch.randn(3, 4) @ w
+            out.sum().backward()
+
+        run(False)
+        run(True)
+    """)
+    assert found == []
+
+
+def test_the_same_literal_argument_twice_walks_the_same_arm_twice():
+    found = findings("""
+        import torch
+        w = torch.randn(4, 4, requires_grad=True)
+        shared = w * 2.0
+
+        def run(eager=True):
+            out = torch.randn(3, 4) @ shared if eager else torch.randn(3, 4) @ w
+            out.sum().backward()
+
+        run()
+        run(eager=True)
+    """)
+    assert [type(h).__name__ for h in found] == ["SharedHazard"]
+
+
+def test_a_literal_argument_decides_an_if_statement_until_rebound():
+    both = """
+        import torch
+        w = torch.randn(4, requires_grad=True)
+        cached = (w * 2).exp()
+
+        def step(use_cache):
+            {rebind}
+            if use_cache:
+                loss = cached.sum()
+            else:
+                loss = (w * 3).exp().sum()
+            loss.backward()
+
+        step(False)
+        step(True)
+    """
+    assert findings(both.format(rebind="pass")) == []
+    # rebound from something unknown: the fact is gone, both calls may walk `cached`
+    found = findings(both.format(rebind="use_cache = bool(w.sum().item() > 0)"))
+    assert [type(h).__name__ for h in found] == ["SharedHazard"]
+
+
+@pytest.mark.xfail(strict=True, reason="nodes are flow-insensitive per site: the product `alpha * ...` keeps the"
+                   " first iteration's parent (the alpha bound before the loop), and the age of a released key"
+                   " does not tell the previous iteration from older ones; see docs/analysis.md")
+def test_a_value_recomputed_at_the_end_of_each_iteration_is_walked_once():
+    """pranz24/pytorch-soft-actor-critic's `self.alpha = self.log_alpha.exp()`
+    after each update, used by the next update's policy loss: each tensor is
+    walked once (it runs on PyTorch)."""
+    found = findings("""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp()
+        for step in range(4):
+            loss = (alpha * policy(torch.randn(8, 4))).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            alpha = log_alpha.exp()
+    """)
+    assert found == []

@@ -13,6 +13,7 @@ import libcst as cst
 
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp import call_facts
 from tapelint.analysis.interp.statements import note_accumulation
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
 from tapelint.analysis.model import (
@@ -488,6 +489,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     if own:
         inner.env.update({"self." + k[len(own):]: v for k, v in state.env.items() if k.startswith(own)})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
+    inner.assume(call_facts.literal_parameters(fn, call, method=owner is not None))
     end = callee.finish(callee.exec_block(fn.body.body, inner))
     for key, vals in end.env.items():
         if own and key.startswith("self."):

@@ -82,13 +82,20 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     return State.join(then, other)
 
 
-def _branch_facts(frame: Frame, test: cst.BaseExpression, state: State, then: State, other: State) -> None:
-    """Each branch knows what its condition says (`paths`); a branch the
-    path's facts rule out is not taken."""
+def fact_keys(frame: Frame, state: State) -> Callable[[str], Optional[str]]:
+    """The key a fact about a name or attribute chain is under: the chain
+    itself, unless it names a container (appends change its truthiness)."""
     def key_of(name: str) -> Optional[str]:
         vals = frame.resolve(name, state)
         return None if vals is not None and any(isinstance(v, ListRef) for v in vals) else name
 
+    return key_of
+
+
+def _branch_facts(frame: Frame, test: cst.BaseExpression, state: State, then: State, other: State) -> None:
+    """Each branch knows what its condition says (`paths`); a branch the
+    path's facts rule out is not taken."""
+    key_of = fact_keys(frame, state)
     known = paths.decide(test, state.facts, key_of)
     if known is False:
         then.ended = True
