@@ -203,13 +203,98 @@ def test_a_literal_argument_decides_an_if_statement_until_rebound():
     assert [type(h).__name__ for h in found] == ["SharedHazard"]
 
 
+def test_a_value_remade_after_each_backward_is_walked_once_by_the_next():
+    """Each iteration walks the tensor the previous one made, then makes a
+    new one: the released key of the previous iteration's tensor is dead
+    once nothing binds it (`walks.without_dead_releases`)."""
+    found = findings("""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp().detach()
+        for step in range(4):
+            loss = (alpha * policy(torch.randn(8, 4))).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            alpha = log_alpha.exp()
+    """)
+    assert found == []
+
+
+def test_a_value_kept_past_the_next_backward_is_still_found():
+    """The same, but the previous tensor also stays bound (`prev`): the
+    next-but-one backward walks it again."""
+    found = findings("""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp().detach()
+        prev = alpha
+        for step in range(4):
+            loss = (alpha * policy(torch.randn(8, 4))).mean() + prev.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            prev = alpha
+            alpha = log_alpha.exp()
+    """)
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
+SAC = """
+    import torch
+
+    class Agent:
+        def __init__(self, tune):
+            self.policy = torch.nn.Linear(4, 2)
+            self.policy_optim = torch.optim.Adam(self.policy.parameters(), lr=1e-3)
+            self.tune = tune
+            self.log_alpha = torch.zeros(1, requires_grad=True)
+            self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=1e-3)
+            self.alpha = 0.2
+
+        def update(self, state):
+            log_pi = self.policy(state).log_softmax(-1)
+            policy_loss = (self.alpha * log_pi).mean()
+            self.policy_optim.zero_grad()
+            policy_loss.backward()
+            self.policy_optim.step()
+            if self.tune:
+                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
+                self.alpha_optim.zero_grad()
+                alpha_loss.backward()
+                self.alpha_optim.step()
+                self.alpha = self.log_alpha.exp()
+            {flip}
+
+    agent = Agent(tune=cfg.tune)
+    for step in range(4):
+        agent.update(torch.randn(8, 4))
+"""
+
+
+def test_a_flag_only_init_sets_takes_the_same_branch_in_every_call():
+    """pranz24/pytorch-soft-actor-critic: `self.alpha` remade under `if
+    self.automatic_entropy_tuning:` in each update; the path where a later
+    update skips that branch (keeping an alpha the previous update walked)
+    needs the flag to differ between calls, which it cannot."""
+    assert findings(SAC.format(flip="pass")) == []
+
+
+def test_a_flag_a_method_flips_is_not_stable():
+    found = findings(SAC.format(flip="self.tune = not self.tune"))
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
 @pytest.mark.xfail(strict=True, reason="nodes are flow-insensitive per site: the product `alpha * ...` keeps the"
-                   " first iteration's parent (the alpha bound before the loop), and the age of a released key"
-                   " does not tell the previous iteration from older ones; see docs/analysis.md")
-def test_a_value_recomputed_at_the_end_of_each_iteration_is_walked_once():
-    """pranz24/pytorch-soft-actor-critic's `self.alpha = self.log_alpha.exp()`
-    after each update, used by the next update's policy loss: each tensor is
-    walked once (it runs on PyTorch)."""
+                   " first iteration's parent (the alpha bound before the loop) in later passes;"
+                   " see docs/analysis.md")
+def test_a_tracked_value_made_before_the_loop_and_remade_in_it_is_walked_once():
+    """As above, with the first alpha made (tracked) before the loop: each
+    tensor is walked once (it runs on PyTorch)."""
     found = findings("""
         import torch
         policy = torch.nn.Linear(4, 2)

@@ -224,6 +224,8 @@ class Frame:
         for obj in objects:
             key = obj.prefix + target.attr.value
             state.env[key] = vals if len(objects) == 1 else state.env.get(key, EMPTY) | vals
+            if state.facts or state.guards:
+                state.rebound(key)  # `agent.tune = False`: what a test on it saw no longer holds
         return True
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:

@@ -31,6 +31,7 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements, whole_slice
+from tapelint.analysis.walks import without_dead_releases
 from tapelint.analysis.torch_api import literal_bool
 
 if TYPE_CHECKING:
@@ -281,6 +282,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             if per_element:
                 end = end.copy()
                 _distinct_per_element(per_element, entry, end)
+            end = without_dead_releases(end, loop)
             new_head = State.join(entry, lattice.carry(end, loop, store.carry))
             if new_head.same(head) and store.changes == before:
                 break
