@@ -223,6 +223,28 @@ def test_a_value_remade_after_each_backward_is_walked_once_by_the_next():
     assert found == []
 
 
+@pytest.mark.parametrize("inner", ["range(2)", "range(epoch)"])
+def test_a_value_remade_in_an_inner_loop_is_walked_once(inner):
+    """The same inside an outer loop, the inner loop run twice or maybe not
+    at all: the outer loop's previous tensor is dead once the inner loop
+    rebinds it, at the end of each inner iteration and where it is left."""
+    found = findings(f"""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp().detach()
+        for epoch in range(3):
+            for step in {inner}:
+                loss = (alpha * policy(torch.randn(8, 4))).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                alpha = log_alpha.exp()
+    """)
+    assert found == []
+
+
 def test_a_value_kept_past_the_next_backward_is_still_found():
     """The same, but the previous tensor also stays bound (`prev`): the
     next-but-one backward walks it again."""

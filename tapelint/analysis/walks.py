@@ -6,7 +6,7 @@ walk this way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Optional
 
 from tapelint.analysis.model import AbstractNode, Carried, FunctionRef, GraphValue, Loop, Tracked, TupleVal
@@ -47,17 +47,20 @@ def walk(roots: Iterable[GraphValue]) -> Iterator[tuple[Key, list[Key]]]:
         stack.extend(children)
 
 
-def without_dead_releases(state: State, loop: Loop) -> State:
-    """`state` at the end of an iteration of `loop`, before it is carried to
-    the next: a released key of the previous iteration's tensor (`(n, loop)`:
-    this iteration walked the tensor the last one made) is dropped when no
-    binding can reach that tensor any more, because every binding of `n` was
-    rebound to this iteration's tensor. Carried, the key would read "an
-    earlier iteration's `n` was released", and the next iteration's walk of
-    the tensor this one made (`alpha = log_alpha.exp()` after each update)
-    would look like a second walk of it. A walk from the bindings stops where
-    the graph is released already, as a backward's does."""
-    candidates = [key for key in state.released if key[1] == loop]
+def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
+    """`state` at the end of an iteration of a loop, before it is carried to
+    the next, or where a loop is left: a released key of an earlier
+    iteration's tensor of one of `loops` (`(n, loop)`: this iteration walked
+    the tensor the last one made) is dropped when no binding can reach that
+    tensor any more, because every binding of `n` was rebound to this
+    iteration's tensor. Kept, the key would read "an earlier iteration's `n`
+    was released", and the next iteration's walk of the tensor this one made
+    (`alpha = log_alpha.exp()` after each update) would look like a second
+    walk of it. `loops` are the loops of the frame whose state this is (what
+    a caller's frame holds cannot reach a tensor made in them). A walk from
+    the bindings stops where the graph is released already, as a
+    backward's does."""
+    candidates = [key for key in state.released if key[1] is not None and key[1] in loops]
     if not candidates:
         return state
     reached: set[Key] = set()

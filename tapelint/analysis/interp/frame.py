@@ -86,6 +86,7 @@ class Frame:
         self.recorder = recorder
         self.scope = scope
         self.loops = loops
+        self.own_loops_from = len(loops)  # `loops[own_loops_from:]` are this frame's own (run here)
         self.context = context
         self.owner = owner
         self.fallback = fallback  # enclosing environments: closure, caller, module

@@ -282,11 +282,14 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             if per_element:
                 end = end.copy()
                 _distinct_per_element(per_element, entry, end)
-            end = without_dead_releases(end, loop)
+            end = without_dead_releases(end, frame.loops[frame.own_loops_from:])
             new_head = State.join(entry, lattice.carry(end, loop, store.carry))
             if new_head.same(head) and store.changes == before:
                 break
             head = new_head
+        own = frame.loops[frame.own_loops_from:]
+        last = without_dead_releases(last, own)
+        breaks = [without_dead_releases(other, own) for other in breaks]
     finally:
         frame.loop_exits.pop()
         frame.loops = outer
