@@ -31,8 +31,8 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements, whole_slice
-from tapelint.analysis.walks import without_dead_releases
 from tapelint.analysis.torch_api import literal_bool
+from tapelint.analysis.walks import without_dead_releases
 
 if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
