@@ -157,6 +157,39 @@ PLANTS: tuple[Plant, ...] = (
         "TL001", 420, "RLHF rollouts: logprobs/values computed with grad, stored, reused across PPO epochs", llm=True,
         after="                position_ids.masked_fill_(attention_mask == 0, 1)",
     ),
+    # Held out (sixth session): planted into projects first linted after the
+    # rules were tuned, so these measure recall on code they were not tuned on.
+    Plant(
+        "pytorch-soft-actor-critic", "sac.py",
+        "            alpha_loss = -(self.log_alpha * (log_pi + self.target_entropy).detach()).mean()",
+        "            alpha_loss = -(self.log_alpha * (log_pi + self.target_entropy)).mean()",
+        "TL002", 91, "SAC temperature loss without detach: walks the policy graph policy_loss.backward() freed",
+    ),
+    Plant(
+        "LLaMA-Factory", "src/llamafactory/v1/core/base_trainer.py",
+        "                    step_loss += loss.item()",
+        "                    step_loss += loss",
+        "TL003", 291, "LLM trainer: micro-batch loss summed as a tensor", llm=True,
+    ),
+    Plant(
+        "llama-recipes", "src/llama_cookbook/utils/train_utils.py",
+        "                    total_loss += loss.detach().float()",
+        "                    total_loss += loss.float()",
+        "TL003", 153, "Llama fine-tuning: epoch loss summed without detach (model passed in from another file)",
+        llm=True,
+    ),
+    Plant(
+        "llm.c", "train_gpt2.py",
+        "                lossf += loss.detach() # keep track of the mean loss",
+        "                lossf += loss # keep track of the mean loss",
+        "TL003", 816, "GPT-2 training: accumulation-steps loss summed without detach",
+    ),
+    Plant(
+        "denoising-diffusion-pytorch", "denoising_diffusion_pytorch/denoising_diffusion_pytorch.py",
+        "                        total_loss += loss.item()",
+        "                        total_loss += loss",
+        "TL003", 1068, "diffusion trainer: gradient-accumulation loss summed as a tensor",
+    ),
 )
 
 

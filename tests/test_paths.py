@@ -144,3 +144,190 @@ def test_the_loop_head_walks_a_closure_that_holds_its_own_function_once():
     done = subprocess.run([sys.executable, "-c", script], input=CLOSURE_HOLDING_ITSELF, text=True,
                           capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_literal_argument_decides_a_conditional_expression_in_the_callee():
+    """axolotl's test runs `run(False)` then `run(True)`: only the second
+    takes the arm that walks `shared`, so nothing is walked twice."""
+    found = findings("""
+        import torch
+        w = torch.randn(4, 4, requires_grad=True)
+        shared = w * 2.0
+
+        def run(eager):
+            out = torch.randn(3, 4) @ shared if eager else torch.randn(3, 4) @ w
+            out.sum().backward()
+
+        run(False)
+        run(True)
+    """)
+    assert found == []
+
+
+def test_the_same_literal_argument_twice_walks_the_same_arm_twice():
+    found = findings("""
+        import torch
+        w = torch.randn(4, 4, requires_grad=True)
+        shared = w * 2.0
+
+        def run(eager=True):
+            out = torch.randn(3, 4) @ shared if eager else torch.randn(3, 4) @ w
+            out.sum().backward()
+
+        run()
+        run(eager=True)
+    """)
+    assert [type(h).__name__ for h in found] == ["SharedHazard"]
+
+
+def test_a_literal_argument_decides_an_if_statement_until_rebound():
+    both = """
+        import torch
+        w = torch.randn(4, requires_grad=True)
+        cached = (w * 2).exp()
+
+        def step(use_cache):
+            {rebind}
+            if use_cache:
+                loss = cached.sum()
+            else:
+                loss = (w * 3).exp().sum()
+            loss.backward()
+
+        step(False)
+        step(True)
+    """
+    assert findings(both.format(rebind="pass")) == []
+    # rebound from something unknown: the fact is gone, both calls may walk `cached`
+    found = findings(both.format(rebind="use_cache = bool(w.sum().item() > 0)"))
+    assert [type(h).__name__ for h in found] == ["SharedHazard"]
+
+
+def test_a_value_remade_after_each_backward_is_walked_once_by_the_next():
+    """Each iteration walks the tensor the previous one made, then makes a
+    new one: the released key of the previous iteration's tensor is dead
+    once nothing binds it (`walks.without_dead_releases`)."""
+    found = findings("""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp().detach()
+        for step in range(4):
+            loss = (alpha * policy(torch.randn(8, 4))).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            alpha = log_alpha.exp()
+    """)
+    assert found == []
+
+
+@pytest.mark.parametrize("inner", ["range(2)", "range(epoch)"])
+def test_a_value_remade_in_an_inner_loop_is_walked_once(inner):
+    """The same inside an outer loop, the inner loop run twice or maybe not
+    at all: the outer loop's previous tensor is dead once the inner loop
+    rebinds it, at the end of each inner iteration and where it is left."""
+    found = findings(f"""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp().detach()
+        for epoch in range(3):
+            for step in {inner}:
+                loss = (alpha * policy(torch.randn(8, 4))).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                alpha = log_alpha.exp()
+    """)
+    assert found == []
+
+
+def test_a_value_kept_past_the_next_backward_is_still_found():
+    """The same, but the previous tensor also stays bound (`prev`): the
+    next-but-one backward walks it again."""
+    found = findings("""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp().detach()
+        prev = alpha
+        for step in range(4):
+            loss = (alpha * policy(torch.randn(8, 4))).mean() + prev.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            prev = alpha
+            alpha = log_alpha.exp()
+    """)
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
+SAC = """
+    import torch
+
+    class Agent:
+        def __init__(self, tune):
+            self.policy = torch.nn.Linear(4, 2)
+            self.policy_optim = torch.optim.Adam(self.policy.parameters(), lr=1e-3)
+            self.tune = tune
+            self.log_alpha = torch.zeros(1, requires_grad=True)
+            self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=1e-3)
+            self.alpha = 0.2
+
+        def update(self, state):
+            log_pi = self.policy(state).log_softmax(-1)
+            policy_loss = (self.alpha * log_pi).mean()
+            self.policy_optim.zero_grad()
+            policy_loss.backward()
+            self.policy_optim.step()
+            if self.tune:
+                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
+                self.alpha_optim.zero_grad()
+                alpha_loss.backward()
+                self.alpha_optim.step()
+                self.alpha = self.log_alpha.exp()
+            {flip}
+
+    agent = Agent(tune=cfg.tune)
+    for step in range(4):
+        agent.update(torch.randn(8, 4))
+"""
+
+
+def test_a_flag_only_init_sets_takes_the_same_branch_in_every_call():
+    """pranz24/pytorch-soft-actor-critic: `self.alpha` remade under `if
+    self.automatic_entropy_tuning:` in each update; the path where a later
+    update skips that branch (keeping an alpha the previous update walked)
+    needs the flag to differ between calls, which it cannot."""
+    assert findings(SAC.format(flip="pass")) == []
+
+
+def test_a_flag_a_method_flips_is_not_stable():
+    found = findings(SAC.format(flip="self.tune = not self.tune"))
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
+@pytest.mark.xfail(strict=True, reason="nodes are flow-insensitive per site: the product `alpha * ...` keeps the"
+                   " first iteration's parent (the alpha bound before the loop) in later passes;"
+                   " see docs/analysis.md")
+def test_a_tracked_value_made_before_the_loop_and_remade_in_it_is_walked_once():
+    """As above, with the first alpha made (tracked) before the loop: each
+    tensor is walked once (it runs on PyTorch)."""
+    found = findings("""
+        import torch
+        policy = torch.nn.Linear(4, 2)
+        log_alpha = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+        alpha = log_alpha.exp()
+        for step in range(4):
+            loss = (alpha * policy(torch.randn(8, 4))).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            alpha = log_alpha.exp()
+    """)
+    assert found == []

@@ -202,6 +202,19 @@ def test_project_root_is_a_root(tmp_path):
     assert lint(tmp_path / "scripts" / "train.py", Settings(project_root=str(tmp_path))) == [("TL001", 4)]
 
 
+def test_the_src_layout_is_a_root_without_configuration(tmp_path):
+    """Like ruff's default `src = [".", "src"]`: `src/` under the project root
+    is searched when no `src` is configured, and not when one is."""
+    write(tmp_path, {
+        "src/mylib/__init__.py": "",
+        "src/mylib/nets.py": MODEL,
+        "scripts/train.py": HOISTED.format(imports="from mylib.nets import Net", make="Net()"),
+    })
+    train = tmp_path / "scripts" / "train.py"
+    assert lint(train, Settings(project_root=str(tmp_path))) == [("TL001", 4)]
+    assert lint(train, Settings(project_root=str(tmp_path), src=(str(tmp_path / "lib"),))) == []
+
+
 def test_torch_is_never_first_party(tmp_path):
     """A directory called `torch` under a root does not replace the vocabulary."""
     write(tmp_path, {"torch/__init__.py": "def exp(x):\n    return x\n", "models.py": MODEL,

@@ -60,7 +60,8 @@ def consistent(facts: Iterable[Fact], more: Iterable[Fact]) -> bool:
     return not any(contradicts(a, b) for a in facts for b in more)
 
 
-def _literal(expr: cst.BaseExpression) -> Optional[str]:
+def literal_text(expr: cst.BaseExpression) -> Optional[str]:
+    """The source text of a literal a fact may compare with, else None."""
     if type(expr) is cst.Name and expr.value in ("None", "True", "False"):
         return expr.value
     if type(expr) in (cst.Integer, cst.Float, cst.SimpleString):
@@ -81,9 +82,9 @@ def _atom(test: cst.BaseExpression, key_of: Callable[[str], Optional[str]]) -> O
     if operator not in (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot):
         return None
     left, right = test.left, target.comparator
-    literal = _literal(right)
+    literal = literal_text(right)
     if literal is None:
-        left, right, literal = right, left, _literal(left)
+        left, right, literal = right, left, literal_text(left)
     if literal is None or type(left) not in (cst.Name, cst.Attribute):
         return None
     name = dotted_name(left)

@@ -126,9 +126,12 @@ def submodule(package: str, name: str) -> Optional[str]:
 
 
 def roots_for(path: str, src: Sequence[str], project_root: str) -> tuple[str, ...]:
-    """Where absolute imports of the file at `path` are looked for."""
+    """Where absolute imports of the file at `path` are looked for: its own
+    folder, the configured `src` folders, the project root, and, when no `src`
+    is configured, the root's `src/` (the src layout, as ruff's default)."""
     own = os.path.dirname(os.path.abspath(path))
-    roots = [own, *src, project_root or os.getcwd()]
+    root = project_root or os.getcwd()
+    roots = [own, *src, root, *(() if src else (os.path.join(root, "src"),))]
     return tuple(dict.fromkeys(os.path.abspath(r) for r in roots))
 
 

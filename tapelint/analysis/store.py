@@ -174,6 +174,28 @@ class NodeStore:
             self.nodes[key] = node
         return node
 
+    def element(self, result: AbstractNode, key: str) -> AbstractNode:
+        """`result[key]` for the result of a call the analysis cannot see into,
+        indexed by a string (so a dict of tensors, not a tensor): one tensor
+        per key, made from what the call was given. Two keys' walks meet only
+        in those inputs, not in the call's own unknown graph: a policy's
+        `out['log_pi']` and a critic's `out['v']` are not taken for one tensor
+        (the same key walked twice still is)."""
+        memo = ("<element>", id(result), key)
+        node = self.nodes.get(memo)
+        if node is None:
+            name = f"{result.name}[{key!r}]" if result.name else None
+            node = AbstractNode(result.site, result.loops, result.tracked, False, Saves.UNKNOWN,
+                                result.op, list(result.parents), name=name, context=result.context)
+            self.nodes[memo] = node
+            self.changes += 1
+        else:
+            for parent in result.parents:
+                if not any(parent is p for p in node.parents):
+                    node.parents.append(parent)
+                    self.changes += 1
+        return node
+
     def event(self, call: cst.Call, where: Placement, roots: list[AbstractNode], retains: Retains,
               scope: cst.CSTNode, api: str, is_grad: bool, creates: bool) -> BackwardEvent:
         """The backward event of `call` at `where` (memoised; a later pass adds roots)."""

@@ -6,11 +6,11 @@ walk this way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Optional
 
-from tapelint.analysis.model import AbstractNode, Carried, GraphValue, Loop, Tracked
-from tapelint.analysis.state import Key, older
+from tapelint.analysis.model import AbstractNode, Carried, FunctionRef, GraphValue, Loop, Tracked, TupleVal
+from tapelint.analysis.state import Key, State, older
 
 
 def key_of(node: AbstractNode, age: Optional[Loop]) -> Key:
@@ -45,3 +45,57 @@ def walk(roots: Iterable[GraphValue]) -> Iterator[tuple[Key, list[Key]]]:
             children.append(key_of(p_node, p_age))
         yield key, children
         stack.extend(children)
+
+
+def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
+    """`state` at the end of an iteration of a loop, before it is carried to
+    the next, or where a loop is left: a released key of an earlier
+    iteration's tensor of one of `loops` (`(n, loop)`: this iteration walked
+    the tensor the last one made) is dropped when no binding can reach that
+    tensor any more, because every binding of `n` was rebound to this
+    iteration's tensor. Kept, the key would read "an earlier iteration's `n`
+    was released", and the next iteration's walk of the tensor this one made
+    (`alpha = log_alpha.exp()` after each update) would look like a second
+    walk of it. `loops` are the loops of the frame whose state this is (what
+    a caller's frame holds cannot reach a tensor made in them). A walk from
+    the bindings stops where the graph is released already, as a
+    backward's does."""
+    candidates = [key for key in state.released if key[1] is not None and key[1] in loops]
+    if not candidates:
+        return state
+    reached: set[Key] = set()
+    stack: list[Key] = [key_of(*steps(v, None)) for v in _graph_values(state)]
+    while stack:
+        key = stack.pop()
+        if key in reached:
+            continue
+        reached.add(key)
+        node, age = key
+        if key in state.released or node.leaf or node.tracked is Tracked.NO:
+            continue
+        for parent in node.parents:
+            stack.append(key_of(*steps(parent, age)))
+    dead = [key for key in candidates if key not in reached]
+    if not dead:
+        return state
+    pruned = state.copy()
+    for key in dead:
+        del pruned.released[key]
+    return pruned
+
+
+def _graph_values(state: State) -> Iterator[GraphValue]:
+    """The tensors every binding holds: names, attribute paths, containers'
+    and objects' slots, tuples' items, closures' names."""
+    seen: set[int] = set()
+    stack: list = [v for vals in state.env.values() for v in vals]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (AbstractNode, Carried)):
+            yield value
+        elif isinstance(value, (TupleVal, FunctionRef)) and id(value) not in seen:
+            seen.add(id(value))
+            if isinstance(value, TupleVal):
+                stack.extend(v for item in value.items for v in item)
+            elif value.closure is not None:
+                stack.extend(v for vals in value.closure.values() for v in vals)

@@ -13,6 +13,7 @@ import libcst as cst
 
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp import call_facts
 from tapelint.analysis.interp.statements import note_accumulation
 from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
 from tapelint.analysis.model import (
@@ -565,7 +566,11 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     if own:
         inner.env.update({"self." + k[len(own):]: v for k, v in state.env.items() if k.startswith(own)})
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
+    edge = call_facts.boundary(own, share_self, owner)
+    call_facts.into_call(state, inner, edge)
+    inner.assume(call_facts.literal_parameters(fn, call, method=owner is not None))
     end = callee.finish(callee.exec_block(fn.body.body, inner))
+    written = []
     for key, vals in end.env.items():
         if own and key.startswith("self."):
             key = own + key[len("self."):]
@@ -573,8 +578,10 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
                   or key in callee.globals):
             continue
         state.env[key] = vals
-        if state.facts or state.guards:
+        written.append(key)
+        if (state.facts or state.guards) and not edge.is_stable(key):
             state.rebound(key)  # what the call set on `self` is not what a test saw before it
+    call_facts.out_of_call(end, state, edge, written)
     state.released.update(end.released)
     state.retained.update(end.retained)
     state.kept.update(end.kept)

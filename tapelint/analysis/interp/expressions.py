@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import torch_api
+from tapelint.analysis import paths, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.calls import eval_call, first_party, torch_submodule
+from tapelint.analysis.interp.statements import fact_keys
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -179,13 +180,19 @@ def eval_boolean(frame: Frame, expr: cst.BooleanOperation, state: State) -> Vals
 
 
 def eval_ifexp(frame: Frame, expr: cst.IfExp, state: State) -> Vals:
+    """Both arms, unless the path's facts decide the test (`x if eager else
+    y` in a call `run(False)`)."""
     frame.eval(expr.test, state)
+    known = paths.decide(expr.test, state.facts, fact_keys(frame, state))
+    if known is not None:
+        return frame.eval(expr.body if known else expr.orelse, state)
     return frame.eval(expr.body, state) | frame.eval(expr.orelse, state)
 
 
 def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
     base = frame.eval(expr.value, state)
     literal_index: Optional[int] = None
+    literal_key: Optional[str] = None
     basic = True
     for element in expr.slice:
         if type(element.slice) is cst.Index:
@@ -193,6 +200,8 @@ def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
             vals = frame.eval(index_expr, state)
             if type(index_expr) is cst.Integer:
                 literal_index = int(index_expr.value, 0)
+            elif type(index_expr) is cst.SimpleString and len(expr.slice) == 1:
+                literal_key = index_expr.evaluated_value if isinstance(index_expr.evaluated_value, str) else None
             elif type(index_expr) in (cst.List, cst.Tuple) or frame.graph_values(vals, state):
                 basic = False
         elif type(element.slice) is cst.Slice:
@@ -210,6 +219,8 @@ def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
         elif isinstance(value, (AbstractNode, Carried)):
             if value is OPAQUE:
                 out.add(OPAQUE)
+            elif literal_key is not None and _unseen_call_result(value):
+                out.add(frame.store.element(value, literal_key))  # type: ignore[arg-type]
             else:
                 tensors.append(value)
         elif isinstance(value, ModuleRef):
@@ -220,6 +231,12 @@ def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
         saves = Saves.NOTHING if basic else Saves.TENSORS
         out.add(frame.store.node(frame, state, expr, "index", tensors, saves))
     return frozenset(out)
+
+
+def _unseen_call_result(value: object) -> bool:
+    """The result of a call whose graph is unknown (a model the analysis
+    does not resolve, `self.network(...)` built from a config)."""
+    return isinstance(value, AbstractNode) and value.saves is Saves.UNKNOWN and not value.leaf and bool(value.parents)
 
 
 def eval_sequence(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:

@@ -86,6 +86,7 @@ class Frame:
         self.recorder = recorder
         self.scope = scope
         self.loops = loops
+        self.own_loops_from = len(loops)  # `loops[own_loops_from:]` are this frame's own (run here)
         self.context = context
         self.owner = owner
         self.fallback = fallback  # enclosing environments: closure, caller, module
@@ -224,6 +225,8 @@ class Frame:
         for obj in objects:
             key = obj.prefix + target.attr.value
             state.env[key] = vals if len(objects) == 1 else state.env.get(key, EMPTY) | vals
+            if state.facts or state.guards:
+                state.rebound(key)  # `agent.tune = False`: what a test on it saw no longer holds
         return True
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:

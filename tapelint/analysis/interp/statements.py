@@ -32,6 +32,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
+from tapelint.analysis.walks import without_dead_releases
 
 if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
@@ -82,13 +83,20 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     return State.join(then, other)
 
 
-def _branch_facts(frame: Frame, test: cst.BaseExpression, state: State, then: State, other: State) -> None:
-    """Each branch knows what its condition says (`paths`); a branch the
-    path's facts rule out is not taken."""
+def fact_keys(frame: Frame, state: State) -> Callable[[str], Optional[str]]:
+    """The key a fact about a name or attribute chain is under: the chain
+    itself, unless it names a container (appends change its truthiness)."""
     def key_of(name: str) -> Optional[str]:
         vals = frame.resolve(name, state)
         return None if vals is not None and any(isinstance(v, ListRef) for v in vals) else name
 
+    return key_of
+
+
+def _branch_facts(frame: Frame, test: cst.BaseExpression, state: State, then: State, other: State) -> None:
+    """Each branch knows what its condition says (`paths`); a branch the
+    path's facts rule out is not taken."""
+    key_of = fact_keys(frame, state)
     known = paths.decide(test, state.facts, key_of)
     if known is False:
         then.ended = True
@@ -274,10 +282,14 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             if per_element:
                 end = end.copy()
                 _distinct_per_element(per_element, entry, end)
+            end = without_dead_releases(end, frame.loops[frame.own_loops_from:])
             new_head = State.join(entry, lattice.carry(end, loop, store.carry))
             if new_head.same(head) and store.changes == before:
                 break
             head = new_head
+        own = frame.loops[frame.own_loops_from:]
+        last = without_dead_releases(last, own)
+        breaks = [without_dead_releases(other, own) for other in breaks]
     finally:
         frame.loop_exits.pop()
         frame.loops = outer

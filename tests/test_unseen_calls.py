@@ -1,0 +1,85 @@
+"""Results of calls the analysis cannot see into (a network built from a
+config): a dict's entries are separate tensors (`store.element`), so two
+losses on two entries are not a shared graph; one entry walked twice is."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+
+from tapelint.analysis.driver import ModuleAnalysis
+from tapelint.runner import lint_files
+from tapelint.settings import Settings
+
+AGENT = """
+    import torch
+
+    class Agent:
+        def __init__(self, config):
+            self.network = config.network_fn()
+            self.opt = torch.optim.Adam(self.network.parameters(), lr=1e-3)
+
+        def step(self, batches):
+            for state, adv, ret in batches:
+                prediction = self.network(state)
+                policy_loss = -(prediction[{policy!r}] * adv).mean()
+                value_loss = (ret - prediction["v"]).pow(2).mean()
+                self.opt.zero_grad()
+                policy_loss.backward()
+                value_loss.backward()
+                self.opt.step()
+"""
+
+
+def findings(code: str) -> list:
+    analysis = ModuleAnalysis(cst.parse_module(textwrap.dedent(code)), Settings())
+    analysis.run()
+    return analysis.results()
+
+
+def test_two_entries_of_an_unseen_networks_output_are_two_tensors():
+    """DeepRL's PPO with separate actor and critic bodies: the policy loss
+    on `prediction['log_pi_a']`, the value loss on `prediction['v']`."""
+    assert findings(AGENT.format(policy="log_pi_a")) == []
+
+
+def test_one_entry_walked_by_two_backwards_is_shared():
+    found = findings(AGENT.format(policy="v"))
+    assert [type(h).__name__ for h in found] == ["SharedHazard"]
+
+
+TRAIN_UTILS = """
+    def train(model, loader, optimizer, accumulation):
+        total_loss = 0.0
+        for batch in loader:
+            loss = model(**batch).loss
+            total_loss += loss.float()
+            loss = loss / accumulation
+            loss.backward()
+            optimizer.step()
+        return total_loss
+"""
+FINETUNE = """
+    from transformers import AutoModelForCausalLM
+    from train_utils import train
+
+    model = AutoModelForCausalLM.from_pretrained("some/llama")
+    train(model, loader, optimizer, 4)
+"""
+
+
+def test_a_training_function_run_at_a_call_sums_a_tracked_loss(tmp_path):
+    """llama-recipes: `train(model, ...)` called with a library model; the
+    summed `loss.float()` is the loss the (rescaled) backward walks:
+    reported at the call, in the caller's file. The training function
+    linted alone, with `model` a parameter nobody passes there, reports
+    nothing (its callers report through it)."""
+    (tmp_path / "train_utils.py").write_text(textwrap.dedent(TRAIN_UTILS))
+    (tmp_path / "finetune.py").write_text(textwrap.dedent(FINETUNE))
+    run = lint_files([str(tmp_path / "finetune.py"), str(tmp_path / "train_utils.py")],
+                     Settings(project_root=str(tmp_path)), jobs=1)
+    reported = sorted((Path(r.path).name, d.code, d.range.start.line) for r in run.results for d in r.diagnostics)
+    call = textwrap.dedent(FINETUNE).splitlines().index("train(model, loader, optimizer, 4)") + 1
+    assert reported == [("finetune.py", "TL003", call)]
