@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from tapelint.analysis.anchors import Origin
 from tapelint.diagnostics import Diagnostic, Range, Related, Role
+from tapelint.positions import module_positions
 
 _WHAT = {
     Role.DEFINITION: "created inside",
@@ -36,15 +37,8 @@ def positions_in(module: cst.Module, known: Positions) -> Mapping[cst.CSTNode, C
     """The positions of `module`'s nodes, computed on first use and kept in `known`."""
     found = known.get(module)
     if found is None:
-        found = known[module] = _positions(module)
+        found = known[module] = module_positions(module)
     return found
-
-
-def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    """`MetadataWrapper.resolve(PositionProvider)` without its second pass:
-    after the provider's code generation, `resolve` also visits the whole
-    tree with an empty batch of visitors, which costs as much again."""
-    return PositionProvider()._gen(MetadataWrapper(module, unsafe_skip_copy=True))
 
 
 def with_origins(diagnostic: Diagnostic, origins: Sequence[Origin], linted_path: str,
