@@ -3,9 +3,7 @@ document, so that nothing a document does to the linter (a native abort in
 libcst's parser, a recursion or memory blow-up, a file that takes minutes)
 can take the server down.
 
-The child stays warm between edits: its imports are done once (and, before
-the first request, a small program with a finding is linted, so the first
-document does not pay for what is imported or tabulated on first use), and
+The child stays warm between edits: its imports are done once, and
 the parse cache of the project's other modules (`tapelint.analysis.project`)
 lives in it, so a keystroke pays only the document's own lint. After each
 reply (off the latency path) the heap is settled as between two files of
@@ -48,16 +46,6 @@ ABORT_MARKER = "# tapelint-test: abort the lint worker"
 _WALL_FACTOR = 4.0
 _WALL_GRACE_SECONDS = 10.0
 _STDERR_TAIL = 4096
-# Linted once when the child starts: a loop reusing a hoisted tracked value
-# (TL001), so the analysis, positions, messages and fixes all run once.
-WARM_UP = """\
-import torch
-
-w = torch.ones(3, requires_grad=True)
-y = (w * 2).sum()
-for _ in range(2):
-    y.backward()
-"""
 
 
 @dataclass(frozen=True)
@@ -184,8 +172,6 @@ def serve(parent: int, stderr_path: str) -> None:
     os.dup2(nothing, 0)
     os.close(nothing)
     os.dup2(2, 1)  # a stray print lands on stderr, not in a reply
-    lint_request(Request(WARM_UP, os.path.join(os.getcwd(), "<tapelint warm-up>.py"), Settings(), notebook=False))
-    settle_heap()
     while True:
         try:
             request = requests.recv()
