@@ -81,9 +81,10 @@ def dependents(cache_dir: str) -> dict[str, list[str]]:
                 continue
             with open(os.path.join(folder, name), encoding="utf-8") as handle:
                 entry = json.load(handle)
+            owner = entry["path"][0]  # `cache._where`: the absolute path first
             for path, state in entry["facts"]:
-                if state not in ("file", "dir", "missing") and path != entry["path"]:
-                    found.setdefault(path, []).append(entry["path"])
+                if state not in ("file", "dir", "missing") and path != owner:
+                    found.setdefault(path, []).append(owner)
     return found
 
 

@@ -7,7 +7,8 @@ other module (which the file imports) kept warm in the lint process.
 Starts the server as an editor does (stdio), opens the file, then sends
 `--edits` changes one at a time, each waiting for its diagnostics; prints
 the latency per edit minus the server's debounce (median, 90th percentile,
-max), and, for comparison, the same file (and the file without its one
+max) and, on Linux, the CPU time the server and its lint process spent per
+edit (what the wall time is made of on an idle machine), and, for comparison, the same file (and the file without its one
 finding: no positions, no fixes to compute) linted in this process, wall
 and CPU time (wall time on a shared machine swings by 2x).
 """
@@ -152,24 +153,60 @@ def main() -> int:
         print(f"{text.count(chr(10))}-line file importing a project module; first diagnostics "
               f"{(opened - start) * 1000:.0f} ms after didOpen (lint process started at initialize), "
               f"{len(found)} diagnostic(s)")
-        latencies = []
+        latencies, cpus, server_cpus = [], [], []
         for version in range(2, args.edits + 2):
             edited = text.replace("+ 0\n", f"+ {version}\n", 1)  # a keystroke's worth of change
+            cpu, own = tree_cpu_seconds(client.process.pid), cpu_seconds(client.process.pid)
             sent = time.perf_counter()
             client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                    "contentChanges": [{"text": edited}]})
             arrived, found = client.diagnostics_for(version)
             latencies.append((arrived - sent - DEBOUNCE_SECONDS) * 1000)
+            if cpu is not None and own is not None:
+                cpus.append(((tree_cpu_seconds(client.process.pid) or 0.0) - cpu) * 1000)
+                server_cpus.append(((cpu_seconds(client.process.pid) or 0.0) - own) * 1000)
         client.close()
-    latencies.sort()
-    p90 = latencies[min(len(latencies) - 1, int(0.9 * len(latencies)))]
     print(f"didChange -> publishDiagnostics, minus the {DEBOUNCE_SECONDS * 1000:.0f} ms debounce, over "
-          f"{len(latencies)} edits: median {statistics.median(latencies):.1f} ms, p90 {p90:.1f} ms, "
-          f"max {latencies[-1]:.1f} ms")
+          f"{len(latencies)} edits: {_spread(latencies)}")
+    if cpus:
+        print(f"CPU of the server and its lint process per edit: {_spread(cpus)}; of the server alone: "
+              f"{_spread(server_cpus)}")
     for label, source in (("the same file", text), ("the same file without its finding", _without_finding(text))):
         wall, cpu = _in_process_ms(source)
         print(f"{label} linted in this process (no server): median {wall:.1f} ms wall, {cpu:.1f} ms CPU")
     return 0
+
+
+def _spread(figures: list[float]) -> str:
+    ordered = sorted(figures)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return f"median {statistics.median(ordered):.1f} ms, p90 {p90:.1f} ms, max {ordered[-1]:.1f} ms"
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of `pid` (Linux's /proc; None elsewhere or
+    once it is gone). Clock ticks: 10 ms each."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """`cpu_seconds` of `pid` and its descendants."""
+    total = cpu_seconds(pid)
+    if total is None:
+        return None
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                for child in children.read().split():
+                    total += tree_cpu_seconds(int(child)) or 0.0
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
 
 
 def _without_finding(text: str) -> str:

@@ -26,6 +26,7 @@ from tapelint.analysis.driver import analyze_module
 from tapelint.analysis.project import CACHE as PARSED
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.origins import Positions, positions_in, with_origins
+from tapelint.positions import StatementPositions
 from tapelint.precheck import may_hold_hazard
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import ReportContext
@@ -109,11 +110,11 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
     located = analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
     if not located:
         return ()
-    positions: Positions = {}
+    positions: Positions = {module: StatementPositions(module, source)}
 
     def range_of(node: cst.CSTNode) -> Range:
-        # Positions cost a full code generation pass, so they are computed
-        # only for files that have something to report, and only once.
+        # Positions cost a code generation pass, so they are computed only
+        # for files that have something to report, once per top-level statement.
         code_range = positions_in(module, positions)[node]
         return Range.of(
             code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column

@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from tapelint.analysis.anchors import Origin
 from tapelint.diagnostics import Diagnostic, Range, Related, Role
+from tapelint.positions import module_positions
 
 _WHAT = {
     Role.DEFINITION: "created inside",
@@ -36,7 +37,7 @@ def positions_in(module: cst.Module, known: Positions) -> Mapping[cst.CSTNode, C
     """The positions of `module`'s nodes, computed on first use and kept in `known`."""
     found = known.get(module)
     if found is None:
-        found = known[module] = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        found = known[module] = module_positions(module)
     return found
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -105,6 +106,63 @@ def test_the_worker_restarts_after_a_death_and_stays_warm(monkeypatch: pytest.Mo
     finally:
         worker.close()
     assert worker.process is None and first is not None and first.returncode is not None
+
+
+MODELS = """\
+import torch
+
+
+def features(x, w):
+    return (x * w).tanh()
+"""
+TRAIN = """\
+import torch
+
+from models import features
+
+w = torch.ones(3, requires_grad=True)
+feats = features(torch.ones(3), w)
+for _ in range(2):
+    (feats * {scale}).sum().backward()
+"""
+
+
+def test_a_warm_worker_answers_each_edit_as_a_cold_check_does(tmp_path: Path) -> None:
+    """The lint process keeps imports, parses and summaries between edits
+    (and settles its heap after each): every answer, the first and those
+    from warm state, even after an imported module changed on disk, is
+    what a fresh process linting the same text gives."""
+    (tmp_path / "models.py").write_text(MODELS)
+    path = str(tmp_path / "train.py")
+    settings = Settings(project_root=str(tmp_path))
+    worker = LintWorker()
+    try:
+        answers = []
+        for scale, models in ((2, MODELS), (3, MODELS), (4, "\n\n" + MODELS), (5, "\n\n" + MODELS)):
+            (tmp_path / "models.py").write_text(models)
+            text = TRAIN.format(scale=scale)
+            answers.append((worker.lint(Request(text, path, settings, notebook=False)).result, text))
+            assert answers[-1][0] == _cold_lint(text, path, str(tmp_path)), text
+        assert worker.started == 1
+    finally:
+        worker.close()
+    related = [[r.path for r in result.diagnostics[0].related] for result, _ in answers]
+    assert all(str(tmp_path / "models.py") in paths for paths in related)  # the origin inside the import
+    lines = [[r.range.start.line for r in result.diagnostics[0].related if r.path.endswith("models.py")]
+             for result, _ in answers]
+    assert lines[0] == lines[1] and lines[2] == lines[3] and lines[2][0] == lines[0][0] + 2  # the edit moved it
+
+
+def _cold_lint(text: str, path: str, root: str) -> object:
+    """The result of linting `text` as `path` in a process of its own."""
+    script = ("import pickle, sys\n"
+              "from tapelint.document import lint_document\n"
+              "from tapelint.settings import Settings\n"
+              "text, path, root = pickle.loads(sys.stdin.buffer.read())\n"
+              "sys.stdout.buffer.write(pickle.dumps(lint_document(text, path, Settings(project_root=root))))\n")
+    done = subprocess.run([sys.executable, "-c", script], input=pickle.dumps((text, path, root)),
+                          capture_output=True, timeout=120, check=True)
+    return pickle.loads(done.stdout)
 
 
 @linux_only

@@ -16,6 +16,8 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis.children import children_of
+
 
 class ModuleNames:
     """Parent links, reads by spelling, attribute uses and assignments of one module."""
@@ -30,7 +32,7 @@ class ModuleNames:
         stack: list[cst.CSTNode] = [self.module]
         while stack:
             node = stack.pop()
-            for child in node.children:
+            for child in children_of(node):
                 parents[child] = node
                 stack.append(child)
         return parents

@@ -94,7 +94,11 @@ class State:
             return a.copy()
         env = dict(a.env)
         for name, vals in b.env.items():
-            env[name] = env[name] | vals if name in env else vals
+            mine = env.get(name)
+            if mine is None:
+                env[name] = vals
+            elif mine is not vals:  # the same binding on both sides (most of them) is kept as it is
+                env[name] = mine | vals
         released = dict(b.released)
         released.update(a.released)
         retained = dict(b.retained)

@@ -63,6 +63,9 @@ class NodeStore:
         self.module = module
         self.nodes: dict[tuple, AbstractNode] = {}
         self.lists: dict[tuple, ListRef] = {}
+        # The keys of the containers created under each call chain and every
+        # chain it extends (`lists_within`, asked at every inlined call).
+        self._lists_under: dict[tuple, set[str]] = {}
         self.function_refs: dict[tuple, FunctionRef] = {}
         self.objects: dict[tuple, ObjectRef] = {}
         self.carried: dict[tuple, Carried] = {}
@@ -132,6 +135,10 @@ class NodeStore:
         lst = self.lists.get(key)
         if lst is None:
             lst = self.lists[key] = ListRef(site, where.loops)
+            context = where.context
+            if type(context) is tuple:
+                for depth in range(len(context) + 1):
+                    self._lists_under.setdefault(context[:depth], set()).add(lst.key)
         return lst
 
     def list_site(self, key: str) -> Optional[cst.CSTNode]:
@@ -146,12 +153,10 @@ class NodeStore:
             obj = self.objects[key] = ObjectRef(cls, site)
         return obj
 
-    def lists_within(self, context: tuple) -> set[str]:
+    def lists_within(self, context: tuple) -> frozenset[str]:
         """The state keys of the containers created under the call chain
         `context` (in that call or deeper): each call creates them afresh."""
-        depth = len(context)
-        return {lst.key for (_, where, _), lst in self.lists.items()
-                if type(where) is tuple and len(where) >= depth and where[:depth] == context}
+        return frozenset(self._lists_under.get(context, ()))
 
     def function_ref(self, fn: cst.FunctionDef, context: tuple, loops: tuple[Loop, ...]) -> FunctionRef:
         key = (fn, context, loops)

@@ -13,6 +13,8 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis.children import children_of
+
 
 def bodies(stmt: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
     """The statement lists directly inside a compound statement."""
@@ -79,4 +81,4 @@ def walk_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children_of(node)))

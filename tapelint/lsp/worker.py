@@ -3,9 +3,12 @@ document, so that nothing a document does to the linter (a native abort in
 libcst's parser, a recursion or memory blow-up, a file that takes minutes)
 can take the server down.
 
-The child stays warm between edits: its imports are done once, and the
-parse cache of the project's other modules (`tapelint.analysis.project`)
-lives in it, so a keystroke pays only the document's own lint. Each
+The child stays warm between edits: its imports are done once, and
+the parse cache of the project's other modules (`tapelint.analysis.project`)
+lives in it, so a keystroke pays only the document's own lint. After each
+reply (off the latency path) the heap is settled as between two files of
+`check` (`runner.settle_heap`): otherwise the collector's full passes walk
+every imported module and cached tree during the next lint. Each
 document is linted as `tapelint check` lints a file in a worker: on a
 thread with a deep stack, under the per-file budget (`file-timeout` CPU
 seconds, `file-memory-mb` MB, enforced by the kernel), the child dying with
@@ -31,7 +34,7 @@ from typing import IO, Optional
 
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.notebooks import lint_notebook
-from tapelint.runner import Outcome, _budget, _death, _init_worker, _Task, _with_deep_stack, guarded
+from tapelint.runner import Outcome, _budget, _death, _init_worker, _Task, _with_deep_stack, guarded, settle_heap
 from tapelint.settings import Settings
 from tapelint.suppressions import lint_module
 
@@ -175,6 +178,7 @@ def serve(parent: int, stderr_path: str) -> None:
         except EOFError:
             return
         replies.send(lint_request(request))
+        settle_heap()
 
 
 if __name__ == "__main__":
