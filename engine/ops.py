@@ -862,6 +862,44 @@ def _view_node(key: Any) -> str:
     return f"{kinds.pop()}Backward0" if single else "IndexBackward0"
 
 
+def _piece_grads(c: tape.Ctx, grads: tuple) -> list[Tensor]:
+    """One gradient per output, zeros where none arrived (PyTorch materialises them)."""
+    shapes = [piece.shape for piece in c.attrs["pieces"]]
+    return [g if g is not None else const(np.zeros(shape, c.dtypes[0])) for g, shape in zip(grads, shapes)]
+
+
+def _split_fwd(a: np.ndarray, sizes: tuple[int, ...], dim: int) -> list[np.ndarray]:
+    bounds = np.cumsum(sizes)[:-1]
+    return np.split(a, bounds, axis=dim)
+
+
+def _unbind_fwd(a: np.ndarray, dim: int) -> list[np.ndarray]:
+    return [a[(slice(None),) * dim + (i,)] for i in range(a.shape[dim])]
+
+
+# Several outputs, one node (views of the input; nothing saved); the backward joins
+# the outputs' gradients back into the input's shape.
+SPLIT = Op("Split", _split_fwd, lambda c, grads: (cat(_piece_grads(c, grads), c.attrs["dim"]),))
+UNBIND = Op("Unbind", _unbind_fwd, lambda c, grads: (stack(_piece_grads(c, grads), c.attrs["dim"]),))
+
+
+def split(a: Tensor, sizes: Sequence[int], dim: int, listed: bool) -> tuple[Tensor, ...]:
+    """`a.split(size)` (PyTorch's SplitBackward0; with a list of sizes, SplitWithSizesBackward0)."""
+    return _pieces(named(SPLIT, "SplitWithSizesBackward0") if listed else SPLIT, a,
+                   sizes=tuple(sizes), dim=dim % a.arr.ndim)
+
+
+def unbind(a: Tensor, dim: int) -> tuple[Tensor, ...]:
+    return _pieces(UNBIND, a, dim=dim % a.arr.ndim)
+
+
+def _pieces(op: Op, a: Tensor, **attrs: Any) -> tuple[Tensor, ...]:
+    arrays = op.forward(a.arr, **attrs)
+    outs = [Tensor(arr, base=_root(a), counter=a._counter) for arr in arrays]
+    tape.record_outputs(op, (a,), outs, {**attrs, "pieces": arrays})
+    return tuple(outs)
+
+
 def embedding(weight: Tensor, rows: np.ndarray, padding_idx: int | None = None) -> Tensor:
     return apply(EMBEDDING, weight, rows=rows.astype(np.int64), padding_idx=padding_idx)
 

@@ -142,3 +142,32 @@ def test_transformer_seq2seq_agrees_with_seeded_initialisation(fresh, batch_firs
     names = [n for n, _ in torch.nn.Transformer(8, 2, 1, 1, 16).named_parameters()]
     assert names == [n for n, _ in E.nn.Transformer(8, 2, 1, 1, 16).named_parameters()]
     _grads_agree(zip(results[1], results[0]))
+
+
+def _flash_structure(L, **kw) -> list:
+    q, k, v = (L.tensor(RNG.standard_normal((2, 2, 4, 3)).astype(np.float32), requires_grad=True)
+               for _ in range(3))
+    out = L.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    node = out.grad_fn
+    saved = []
+    with L.autograd.graph.saved_tensors_hooks(lambda t: saved.append(tuple(t.shape)) or t, lambda t: t):
+        L.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    grads = L.autograd.grad(out.sum(), [q, k, v], create_graph=True)
+    try:
+        grads[0].sum().backward()
+        second = "ok"
+    except RuntimeError as exc:
+        second = str(exc)
+    return [type(node).__name__, [type(n).__name__ for n, _ in node.next_functions], sorted(saved),
+            [type(t.grad_fn).__name__ for t in grads], second]
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"attn_mask": "bool"}])
+def test_sdpa_is_pytorchs_flash_node_without_a_double_backward(fresh, kw: dict) -> None:
+    results = []
+    for L in (torch, E):
+        given = dict(kw)
+        if given.get("attn_mask") == "bool":
+            given["attn_mask"] = L.tensor(np.tril(np.ones((4, 4), bool)))
+        results.append(_flash_structure(L, **given))
+    assert results[1] == results[0]
