@@ -792,12 +792,25 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
     if x.arr.ndim == 2:
         return apply(ADDMM, b, x, wt) if b is not None else matmul(x, wt)
     lead, n = x.arr.shape[:-1], w.arr.shape[0]
-    if b is not None:
+    contiguous = x.arr.flags.c_contiguous
+    if b is not None and contiguous:
         out = apply(ADDMM, b, reshape(x, (-1, x.arr.shape[-1])), wt)
         return reshape(out, lead + (n,))
     if x.arr.ndim == 1:
         return reshape(matmul(unsqueeze(x, 0), wt), (n,), "SqueezeBackward4")
-    return reshape(matmul(reshape(x, (-1, x.arr.shape[-1])), wt), lead + (n,), "UnsafeViewBackward0")
+    # A non-contiguous input goes through matmul's fold to rows (a view where the strides
+    # allow, else a copy), and the bias is added after.
+    rows = reshape(x, (-1, x.arr.shape[-1])) if contiguous else _rows_of(x)
+    out = reshape(matmul(rows, wt), lead + (n,), "UnsafeViewBackward0")
+    return out if b is None else out + b
+
+
+def _rows_of(x: Tensor) -> Tensor:
+    """`x.reshape(-1, k)` as PyTorch records it for a non-contiguous tensor."""
+    shape = (-1, x.arr.shape[-1])
+    if np.shares_memory(x.arr.reshape(shape), x.arr):
+        return reshape(x, shape, "ReshapeAliasBackward0")
+    return reshape(clone(x) if x.requires_grad else x, shape, "UnsafeViewBackward0")
 
 
 def _root(a: Tensor) -> Tensor:
@@ -887,6 +900,12 @@ def split(a: Tensor, sizes: Sequence[int], dim: int, listed: bool) -> tuple[Tens
     """`a.split(size)` (PyTorch's SplitBackward0; with a list of sizes, SplitWithSizesBackward0)."""
     return _pieces(named(SPLIT, "SplitWithSizesBackward0") if listed else SPLIT, a,
                    sizes=tuple(sizes), dim=dim % a.arr.ndim)
+
+
+def unsafe_chunk(a: Tensor, chunks: int, dim: int) -> tuple[Tensor, ...]:
+    """ATen's `unsafe_chunk` (its RNN cells split their gates so): `UnsafeSplitBackward0`."""
+    size = -(-a.arr.shape[dim] // chunks)
+    return _pieces(named(SPLIT, "UnsafeSplitBackward0"), a, sizes=(size,) * chunks, dim=dim % a.arr.ndim)
 
 
 def unbind(a: Tensor, dim: int) -> tuple[Tensor, ...]:

@@ -95,3 +95,27 @@ def test_strict_tape_keeps_one_slice_per_piece(fresh) -> None:
     x = E.ones(4, 3, requires_grad=True)
     a, b = x.split(2)
     assert a.grad_fn is not b.grad_fn and type(a.grad_fn).__name__ == "SliceBackward0"
+
+
+RECURRENT = {  # ATen's CPU graph for RNN and GRU: the input projected once, unbound, outputs stacked
+    "rnn": lambda L, x, h: L.nn.RNN(3, 4)(x)[0],
+    "rnn_relu_no_bias": lambda L, x, h: L.nn.RNN(3, 4, nonlinearity="relu", bias=False)(x)[0],
+    "rnn_two_layers_batch_first": lambda L, x, h: L.nn.RNN(3, 4, num_layers=2, batch_first=True)(x)[0],
+    "rnn_given_state": lambda L, x, h: L.nn.RNN(3, 4)(x, h)[1],
+    "rnn_unbatched": lambda L, x, h: L.nn.RNN(3, 4)(x[:, 0])[0],
+    "gru": lambda L, x, h: L.nn.GRU(3, 4)(x)[0],
+    "gru_two_layers": lambda L, x, h: sum(t.sum() for t in L.nn.GRU(3, 4, num_layers=2)(x)),
+    "gru_batch_first_given_state": lambda L, x, h: L.nn.GRU(3, 4, batch_first=True)(x.transpose(0, 1), h)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT))
+def test_recurrent_graphs_are_atens(fresh, name: str) -> None:
+    from agreement import assert_agrees, assert_same_graph
+
+    def build(L, x, h):
+        L.manual_seed(0)
+        return RECURRENT[name](L, x, h) + h.sum()  # every input gets a gradient
+
+    assert_same_graph(E, torch, build, [(5, 2, 3), (1, 2, 4)], seed=3)
+    assert_agrees(E, torch, build, [(5, 2, 3), (1, 2, 4)], seed=3)
