@@ -387,7 +387,8 @@ def _sdpa_fwd(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: n
     s = _attention_scores(q, k, scale, mask, causal)
     top = np.max(s, axis=-1, keepdims=True)
     lse = top + np.log(np.sum(np.exp(s - top), axis=-1, keepdims=True))
-    out = (np.exp(s - lse) @ v).astype(q.dtype)
+    out = np.empty_like(q, shape=q.shape[:-1] + v.shape[-1:])  # in the query's memory layout, as PyTorch's
+    out[...] = np.exp(s - lse) @ v
     return out, _extras(logsumexp=lse[..., 0].astype(q.dtype), attn_mask=mask)
 
 

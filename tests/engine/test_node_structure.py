@@ -21,8 +21,6 @@ STRUCTURE_LIMITS = {
     "einsum_mm[x,w]": "PyTorch lowers einsum to permute/view/bmm chains; the engine records one Einsum node",
     "nn.LSTM[params]": "PyTorch's fused MkldnnRnnLayer node; the engine unrolls the cells",
     "nn.LSTM[input+params]": "PyTorch's fused MkldnnRnnLayer node; the engine unrolls the cells",
-    "nn.MultiheadAttention[need_weights]": "PyTorch's in-projection is one Addmm with Select/Squeeze views",
-    "nn.MultiheadAttention[no_weights]": "PyTorch's in-projection and fused attention node",
 }
 
 
