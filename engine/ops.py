@@ -769,6 +769,23 @@ def _folded(t: Tensor, batch: tuple) -> Tensor:
     return reshape(clone(expanded), folded, "UnsafeViewBackward0")
 
 
+def _baddbmm_bwd(c, g: Tensor) -> tuple:
+    """(mask, batch1, batch2): the added term sums back to its shape; the product as bmm."""
+    saved = {i - 1: t for i, t in c.saved.items()}  # batch1, batch2 at bmm's positions
+    mm = _matmul_bwd(tape.Ctx(saved, c.attrs, c.shapes[1:], c.dtypes[1:], c.needs[1:]), g)
+    return (sum_to(g, c.shapes[0]) if c.needs[0] else None, *mm)
+
+
+BADDBMM = Op("Baddbmm", lambda m, a, b: m + np.matmul(a, b), _baddbmm_bwd,
+             lambda needs: ((2,) if needs[1] else ()) + ((1,) if needs[2] else ()))
+
+
+def baddbmm(added: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """`torch.baddbmm(added, a, b)` (beta = alpha = 1): MultiheadAttention's masked scores."""
+    m, x, y = operands(added, a, b)
+    return apply(BADDBMM, m, x, y)
+
+
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """`torch.bmm`: one Bmm node (its operands are 3-D already)."""
     x, y = operands(a, b)

@@ -533,6 +533,8 @@ def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
                 shown = out
             elif isinstance(slot, int):
                 t = inputs[slot]
+                if t._id == -1 and t.arr.ndim == 0:  # a wrapped Python number: PyTorch packs none
+                    continue
                 shown = Tensor(t.arr.T, tid=-1) if st.transposed else t
             else:
                 shown = Tensor(st.arr, tid=-1)

@@ -171,3 +171,29 @@ def test_sdpa_is_pytorchs_flash_node_without_a_double_backward(fresh, kw: dict) 
             given["attn_mask"] = L.tensor(np.tril(np.ones((4, 4), bool)))
         results.append(_flash_structure(L, **given))
     assert results[1] == results[0]
+
+
+ATTENTION_GRAPHS = {  # PyTorch's multi_head_attention_forward, node for node
+    "self_attention": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x, x)[0],
+    "no_weights": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x, x, need_weights=False)[0],
+    "unbatched": lambda L, x: L.nn.MultiheadAttention(8, 2)(x[0], x[0], x[0])[0],
+    "masked_scores": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x, x, attn_mask=L.ones(4, 4).triu(1).bool())[0],
+    "masked_no_weights": lambda L, x: L.nn.MultiheadAttention(8, 2)(
+        x, x, x, attn_mask=L.ones(4, 4).triu(1).bool(), need_weights=False)[0],
+    "cross_attention": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x * 2, x * 2)[0],
+    "encoder_layer": lambda L, x: L.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)(x),
+    "encoder_layer_batch_first": lambda L, x: L.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                                           batch_first=True)(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_GRAPHS))
+def test_attention_graphs_are_pytorchs(fresh, name: str) -> None:
+    from agreement import assert_agrees, assert_same_graph
+
+    def build(L, x):
+        L.manual_seed(0)
+        return ATTENTION_GRAPHS[name](L, x)
+
+    assert_same_graph(E, torch, build, [(4, 2, 8)], seed=3)
+    assert_agrees(E, torch, build, [(4, 2, 8)], seed=3)

@@ -79,9 +79,9 @@ class MultiheadAttention(Module):
         mask = self._mask(attn_mask, key_padding_mask, is_causal, q, bsz, tgt, src)
         p = self.dropout if self.training else 0.0
         if need_weights:
-            scores = ops.bmm(q * math.sqrt(1.0 / hd), k.transpose(-2, -1))
-            if mask is not None:
-                scores = scores + mask
+            q_scaled = q * math.sqrt(1.0 / hd)
+            scores = ops.bmm(q_scaled, k.transpose(-2, -1)) if mask is None else \
+                ops.baddbmm(mask, q_scaled, k.transpose(-2, -1))
             weights = ops.softmax(scores, -1)
             if p > 0:
                 weights = F.dropout(weights, p, True)
