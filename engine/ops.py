@@ -53,7 +53,15 @@ def cast(t: Tensor, dt: np.dtype) -> Tensor:
 def operands(*xs: Any) -> list[Tensor]:
     """Wrap Python scalars and cast all operands to PyTorch's promoted type."""
     dt = dtypes.promote([_priority(x) for x in xs])
-    return [cast(x, dt) if isinstance(x, Tensor) else const(x, dt) for x in xs]
+    return [cast(x, dt) if isinstance(x, Tensor) else wrapped_number(x, dt) for x in xs]
+
+
+def wrapped_number(value: Any, dtype: Any) -> Tensor:
+    """A Python number as an operand: PyTorch's wrapped number, which saved_tensors_hooks
+    never see (a node saving it keeps the number)."""
+    t = const(value, dtype)
+    t.wrapped_number = True
+    return t
 
 
 def _float_operands(*xs: Any) -> list[Tensor]:
@@ -817,14 +825,16 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
         return reshape(matmul(unsqueeze(x, 0), wt), (n,), "SqueezeBackward4")
     # A non-contiguous input goes through matmul's fold to rows (a view where the strides
     # allow, else a copy), and the bias is added after.
-    rows = reshape(x, (-1, x.arr.shape[-1])) if contiguous else _rows_of(x)
+    rows = reshape(x, (-1, x.arr.shape[-1])) if contiguous else reshape_as_torch(x, (-1, x.arr.shape[-1]))
     out = reshape(matmul(rows, wt), lead + (n,), "UnsafeViewBackward0")
     return out if b is None else out + b
 
 
-def _rows_of(x: Tensor) -> Tensor:
-    """`x.reshape(-1, k)` as PyTorch records it for a non-contiguous tensor."""
-    shape = (-1, x.arr.shape[-1])
+def reshape_as_torch(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """`x.reshape(shape)` as PyTorch records it: a view of a contiguous tensor, an alias
+    where the strides allow one, else a copy viewed."""
+    if x.arr.flags.c_contiguous:
+        return reshape(x, shape)
     if np.shares_memory(x.arr.reshape(shape), x.arr):
         return reshape(x, shape, "ReshapeAliasBackward0")
     return reshape(clone(x) if x.requires_grad else x, shape, "UnsafeViewBackward0")

@@ -291,6 +291,7 @@ class Tensor:
     """A numpy array with autograd state. Operators and methods live in `methods`."""
 
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
+    wrapped_number = False  # a Python number wrapped as an operand (`ops.wrapped_number`)
 
     if TYPE_CHECKING:  # installed at import by `methods.install()`; declared for type checkers
         def __add__(self, other: Any) -> Tensor: ...
@@ -533,7 +534,7 @@ def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
                 shown = out
             elif isinstance(slot, int):
                 t = inputs[slot]
-                if t._id == -1 and t.arr.ndim == 0:  # a wrapped Python number: PyTorch packs none
+                if t.wrapped_number:  # PyTorch packs no wrapped Python number
                     continue
                 shown = Tensor(t.arr.T, tid=-1) if st.transposed else t
             else:

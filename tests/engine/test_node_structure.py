@@ -18,7 +18,6 @@ from tapelint_engine import errors, facade, source, tape
 
 # case -> why the engine's graph differs from PyTorch's
 STRUCTURE_LIMITS = {
-    "einsum_mm[x,w]": "PyTorch lowers einsum to permute/view/bmm chains; the engine records one Einsum node",
     "nn.LSTM[params]": "PyTorch's fused MkldnnRnnLayer node; the engine unrolls the cells",
     "nn.LSTM[input+params]": "PyTorch's fused MkldnnRnnLayer node; the engine unrolls the cells",
 }
