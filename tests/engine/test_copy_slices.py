@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agreement import raised
 from tapelint_engine import facade as E
 
 torch = pytest.importorskip("torch")
@@ -22,14 +23,6 @@ def _shape(fn) -> str:
     return type(fn).__name__ + (f"({inner})" if fn.next_functions else "")
 
 
-def _outcome(thunk) -> str:
-    try:
-        thunk()
-    except RuntimeError as exc:
-        return str(exc)
-    return "ok"
-
-
 def _copy_into_rows(L) -> list:
     dst, src = L.zeros(3, 4), L.tensor(START, requires_grad=True)
     row = dst[1]
@@ -38,7 +31,7 @@ def _copy_into_rows(L) -> list:
     loss = (dst * dst).sum()
     loss.backward()
     grad = src.grad.tolist()
-    return [structure, grad, _outcome(loss.backward)]
+    return [structure, grad, raised(loss.backward)]
 
 
 def test_copy_into_a_row_reaches_the_source_and_frees_its_graph(fresh) -> None:
@@ -90,7 +83,7 @@ def _saved_result_modified(L) -> str:
     y = x * 1
     y[0].relu_()  # saves its result, a view of y
     y[1].add_(1)  # a later write to the same storage
-    return _outcome(lambda: y.sum().backward())
+    return raised(lambda: y.sum().backward())
 
 
 def test_a_saved_view_changed_later_fails_the_version_check(fresh) -> None:
@@ -101,7 +94,7 @@ def test_a_view_of_a_leaf_that_requires_grad_is_refused_as_in_pytorch(fresh) -> 
     results = []
     for L in (E, torch):
         x = L.ones(3, 4, requires_grad=True)
-        results.append(_outcome(lambda: x[0].mul_(2)))
+        results.append(raised(lambda: x[0].mul_(2)))
     assert results[0] == results[1] != "ok"
 
 
