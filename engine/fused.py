@@ -407,7 +407,7 @@ def _sdpa_grads(c: Ctx, g: np.ndarray) -> list[np.ndarray]:
 NOT_DIFFERENTIABLE = "derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"
 
 
-def _no_double_backward(c: Ctx, grads: tuple) -> tuple:
+def _no_double_backward(c: Ctx, grads: Any) -> tuple:
     raise RuntimeError(NOT_DIFFERENTIABLE)
 
 

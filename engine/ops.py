@@ -902,7 +902,7 @@ def _view_node(key: Any) -> str:
     return f"{kinds.pop()}Backward0" if single else "IndexBackward0"
 
 
-def _piece_grads(c: tape.Ctx, grads: tuple) -> list[Tensor]:
+def _piece_grads(c: tape.Ctx, grads: Any) -> list[Tensor]:
     """One gradient per output, zeros where none arrived (PyTorch materialises them)."""
     shapes = [piece.shape for piece in c.attrs["pieces"]]
     return [g if g is not None else const(np.zeros(shape, c.dtypes[0])) for g, shape in zip(grads, shapes)]

@@ -706,10 +706,10 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
             leaves[id(root)] = root
     with _Internal(create_graph):
         for node in sorted(nodes, key=lambda n: -n.id):
-            g = _take(acc, node, target_keys)
-            if g is None or id(node) not in runnable:
+            incoming = _take(acc, node, target_keys)
+            if incoming is None or id(node) not in runnable:
                 continue
-            in_grads = _run_node(node, g, line, retain, strict)
+            in_grads = _run_node(node, incoming, line, retain, strict)
             for edge, nr, ig in zip(node.inputs, node.input_nrs, in_grads):
                 if edge is None or ig is None:
                     continue
@@ -730,7 +730,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
     return results
 
 
-def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
+def _run_node(node: Node, g: Any, line: int | None, retain: bool,
               strict: bool) -> tuple[Tensor | None, ...]:
     """Run one node's backward (checks first: freed, then versions), then free it."""
     freed = not strict and node.released and node.saves_any

@@ -124,7 +124,9 @@ def _sumproduct_pair(left: Tensor, right: Tensor, summed: list[int]) -> Tensor:
     """ATen's `sumproduct_pair`: dims in both (batch), in one (kept), summed; one bmm."""
     if not summed:
         return left * right
-    both, only_left, only_right = [], [], []
+    both: list[int] = []
+    only_left: list[int] = []
+    only_right: list[int] = []
     for d in range(left.arr.ndim):
         if d in summed:
             continue

@@ -84,8 +84,9 @@ def copy_slices(op: Op, target: Tensor, others: tuple[Tensor, ...], attrs: dict[
     backward = _copy_slices_bwd(op, mapping, attrs, at, target.arr.shape)
     node_op = Op("CopySlices", _recorded_already, backward, tuple(mapping.values()), node="CopySlices")
     record(node_op, (old_base, *others), base, kept, {}, fresh=True)
-    if base._node is not None and "view_out" in (base._node.saved or {}):  # what PyTorch's check names
-        base._node.saved["view_out"].origin = f", which is output 0 of {op.name},"
+    saved = base._node.saved if base._node is not None else None
+    if saved and "view_out" in saved:  # what PyTorch's version check names
+        saved["view_out"].origin = f", which is output 0 of {op.name},"
     target._node = None
     record(AS_STRIDED, (base,), target, {}, {"at": at}, fresh=True)
     return target

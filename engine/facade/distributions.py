@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -652,11 +652,11 @@ class LogNormal(TransformedDistribution):
 
     @property
     def loc(self) -> Tensor:
-        return self.base_dist.loc
+        return cast(Normal, self.base_dist).loc
 
     @property
     def scale(self) -> Tensor:
-        return self.base_dist.scale
+        return cast(Normal, self.base_dist).scale
 
     @property
     def mean(self) -> Tensor:

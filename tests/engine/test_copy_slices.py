@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from agreement import raised
+
 from tapelint_engine import facade as E
 
 torch = pytest.importorskip("torch")
@@ -94,7 +94,7 @@ def test_a_view_of_a_leaf_that_requires_grad_is_refused_as_in_pytorch(fresh) -> 
     results = []
     for L in (E, torch):
         x = L.ones(3, 4, requires_grad=True)
-        results.append(raised(lambda: x[0].mul_(2)))
+        results.append(raised(lambda x=x: x[0].mul_(2)))
     assert results[0] == results[1] != "ok"
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from agreement import raised
+
 from tapelint_engine import facade as E
 from tapelint_engine.errors import NotSupportedByEngine
 
