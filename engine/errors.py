@@ -49,6 +49,7 @@ INPLACE = (
 NON_SCALAR = "grad can be implicitly created only for scalar outputs"
 NO_GRAD_FN = "element {index} of tensors does not require grad and does not have a grad_fn"
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 NUMPY_REQUIRES_GRAD = (
     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 )

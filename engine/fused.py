@@ -364,3 +364,71 @@ CLAMPED_COPY = Op("Clone", lambda a, eps: np.maximum(a, a.dtype.type(eps)), lamb
 
 def clamped_copy(t: Tensor, eps: float) -> Tensor:
     return apply(CLAMPED_COPY, t, eps=eps)
+
+
+# ------------------------------------------------------------------ attention
+
+
+def _causal(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
+    return np.where(np.tril(np.ones((n_q, n_k), bool)), 0.0, -np.inf).astype(dtype)
+
+
+def _attention_scores(q: np.ndarray, k: np.ndarray, scale: float, mask: np.ndarray | None,
+                      causal: bool) -> np.ndarray:
+    """scale * q k^T plus the additive mask."""
+    s = (q @ k.swapaxes(-2, -1)) * scale
+    if causal:
+        s = s + _causal(s.shape[-2], s.shape[-1], q.dtype)
+    return s if mask is None else s + mask
+
+
+def _sdpa_fwd(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: np.ndarray | None,
+              causal: bool) -> tuple:
+    s = _attention_scores(q, k, scale, mask, causal)
+    top = np.max(s, axis=-1, keepdims=True)
+    lse = top + np.log(np.sum(np.exp(s - top), axis=-1, keepdims=True))
+    out = np.empty_like(q, shape=q.shape[:-1] + v.shape[-1:])  # in the query's memory layout, as PyTorch's
+    out[...] = np.exp(s - lse) @ v
+    return out, _extras(logsumexp=lse[..., 0].astype(q.dtype), attn_mask=mask)
+
+
+def _sdpa_grads(c: Ctx, g: np.ndarray) -> list[np.ndarray]:
+    """PyTorch's flash backward from the saved tensors: the probabilities again from
+    the logsumexp, then dq, dk, dv."""
+    q, k, v, out, lse = (c.saved[s].arr for s in (0, 1, 2, "out", "logsumexp"))
+    mask = c.saved["attn_mask"].arr if "attn_mask" in c.saved else None
+    scale = c.attrs["scale"]
+    p = np.exp(_attention_scores(q, k, scale, mask, c.attrs["causal"]) - lse[..., None])
+    ds = p * (g @ v.swapaxes(-2, -1) - np.sum(g * out, axis=-1, keepdims=True))
+    return [((ds @ k) * scale).astype(q.dtype), ((ds.swapaxes(-2, -1) @ q) * scale).astype(q.dtype),
+            (p.swapaxes(-2, -1) @ g).astype(q.dtype)]
+
+
+NOT_DIFFERENTIABLE = "derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"
+
+
+def _no_double_backward(c: Ctx, grads: Any) -> tuple:
+    raise RuntimeError(NOT_DIFFERENTIABLE)
+
+
+# Under create_graph the flash backward's gradients come from a node whose own
+# backward raises, as PyTorch's (`NotImplemented`, one output per input gradient).
+SDPA_BACKWARD = Op("NotImplemented", _sdpa_grads, _no_double_backward, node="NotImplemented")
+
+
+def _sdpa_bwd(c: Ctx, g: Tensor) -> tuple:
+    grads = [Tensor(a) for a in SDPA_BACKWARD.forward(c, g.arr)]
+    if tape.STATE.grad_enabled:
+        inputs = tuple(c.saved[s] for s in (0, 1, 2, "out")) + ((g,) if g.requires_grad else ())
+        tape.record_outputs(SDPA_BACKWARD, inputs, grads, {})
+    return tuple(ops.sum_to(d, shape) if need else None for d, shape, need in zip(grads, c.shapes, c.needs))
+
+
+# PyTorch's CPU flash-attention kernel (4-D inputs, no dropout): one node saving the
+# query, key, value, output, the rows' logsumexp and the additive mask when given.
+SDPA = Op("ScaledDotProductFlashAttentionForCpu", _sdpa_fwd, _sdpa_bwd,
+          (0, 1, 2, "out", "logsumexp", "attn_mask"))
+
+
+def flash_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, mask: Tensor | None, causal: bool) -> Tensor:
+    return apply(SDPA, q, k, v, scale=scale, mask=None if mask is None else mask.arr, causal=causal)

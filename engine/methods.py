@@ -212,10 +212,14 @@ def flip(self: Tensor, *dims: Any) -> Tensor:
 
 
 def split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """PyTorch's one node for all pieces; burn's tape (strict) slices each piece."""
     n = self.arr.shape[dim]
-    sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
-        if isinstance(split_size, int) else list(split_size)
-    return _pieces(self, sizes, dim)
+    listed = not isinstance(split_size, int)
+    sizes = list(split_size) if listed else \
+        [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
+    if STATE.semantics == "strict":
+        return _pieces(self, sizes, dim)
+    return ops.split(self, sizes, dim, listed)
 
 
 def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -233,6 +237,8 @@ def _pieces(self: Tensor, sizes: Sequence[int], dim: int) -> tuple[Tensor, ...]:
 
 
 def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    if STATE.semantics != "strict":
+        return ops.unbind(self, dim)
     d = dim % self.arr.ndim
     return tuple(ops.index(self, (slice(None),) * d + (i,)) for i in range(self.arr.shape[d]))
 

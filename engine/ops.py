@@ -53,7 +53,15 @@ def cast(t: Tensor, dt: np.dtype) -> Tensor:
 def operands(*xs: Any) -> list[Tensor]:
     """Wrap Python scalars and cast all operands to PyTorch's promoted type."""
     dt = dtypes.promote([_priority(x) for x in xs])
-    return [cast(x, dt) if isinstance(x, Tensor) else const(x, dt) for x in xs]
+    return [cast(x, dt) if isinstance(x, Tensor) else wrapped_number(x, dt) for x in xs]
+
+
+def wrapped_number(value: Any, dtype: Any) -> Tensor:
+    """A Python number as an operand: PyTorch's wrapped number, which saved_tensors_hooks
+    never see (a node saving it keeps the number)."""
+    t = const(value, dtype)
+    t.wrapped_number = True
+    return t
 
 
 def _float_operands(*xs: Any) -> list[Tensor]:
@@ -769,6 +777,23 @@ def _folded(t: Tensor, batch: tuple) -> Tensor:
     return reshape(clone(expanded), folded, "UnsafeViewBackward0")
 
 
+def _baddbmm_bwd(c, g: Tensor) -> tuple:
+    """(mask, batch1, batch2): the added term sums back to its shape; the product as bmm."""
+    saved = {i - 1: t for i, t in c.saved.items()}  # batch1, batch2 at bmm's positions
+    mm = _matmul_bwd(tape.Ctx(saved, c.attrs, c.shapes[1:], c.dtypes[1:], c.needs[1:]), g)
+    return (sum_to(g, c.shapes[0]) if c.needs[0] else None, *mm)
+
+
+BADDBMM = Op("Baddbmm", lambda m, a, b: m + np.matmul(a, b), _baddbmm_bwd,
+             lambda needs: ((2,) if needs[1] else ()) + ((1,) if needs[2] else ()))
+
+
+def baddbmm(added: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """`torch.baddbmm(added, a, b)` (beta = alpha = 1): MultiheadAttention's masked scores."""
+    m, x, y = operands(added, a, b)
+    return apply(BADDBMM, m, x, y)
+
+
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """`torch.bmm`: one Bmm node (its operands are 3-D already)."""
     x, y = operands(a, b)
@@ -792,12 +817,27 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
     if x.arr.ndim == 2:
         return apply(ADDMM, b, x, wt) if b is not None else matmul(x, wt)
     lead, n = x.arr.shape[:-1], w.arr.shape[0]
-    if b is not None:
+    contiguous = x.arr.flags.c_contiguous
+    if b is not None and contiguous:
         out = apply(ADDMM, b, reshape(x, (-1, x.arr.shape[-1])), wt)
         return reshape(out, lead + (n,))
     if x.arr.ndim == 1:
         return reshape(matmul(unsqueeze(x, 0), wt), (n,), "SqueezeBackward4")
-    return reshape(matmul(reshape(x, (-1, x.arr.shape[-1])), wt), lead + (n,), "UnsafeViewBackward0")
+    # A non-contiguous input goes through matmul's fold to rows (a view where the strides
+    # allow, else a copy), and the bias is added after.
+    rows = reshape(x, (-1, x.arr.shape[-1])) if contiguous else reshape_as_torch(x, (-1, x.arr.shape[-1]))
+    out = reshape(matmul(rows, wt), lead + (n,), "UnsafeViewBackward0")
+    return out if b is None else out + b
+
+
+def reshape_as_torch(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """`x.reshape(shape)` as PyTorch records it: a view of a contiguous tensor, an alias
+    where the strides allow one, else a copy viewed."""
+    if x.arr.flags.c_contiguous:
+        return reshape(x, shape)
+    if np.shares_memory(x.arr.reshape(shape), x.arr):
+        return reshape(x, shape, "ReshapeAliasBackward0")
+    return reshape(clone(x) if x.requires_grad else x, shape, "UnsafeViewBackward0")
 
 
 def _root(a: Tensor) -> Tensor:
@@ -860,6 +900,50 @@ def _view_node(key: Any) -> str:
              else "Unsqueeze" for p in parts}
     single = len(kinds) == 1 and (len(parts) == 1 or "Unsqueeze" not in kinds)
     return f"{kinds.pop()}Backward0" if single else "IndexBackward0"
+
+
+def _piece_grads(c: tape.Ctx, grads: Any) -> list[Tensor]:
+    """One gradient per output, zeros where none arrived (PyTorch materialises them)."""
+    shapes = [piece.shape for piece in c.attrs["pieces"]]
+    return [g if g is not None else const(np.zeros(shape, c.dtypes[0])) for g, shape in zip(grads, shapes)]
+
+
+def _split_fwd(a: np.ndarray, sizes: tuple[int, ...], dim: int) -> list[np.ndarray]:
+    bounds = np.cumsum(sizes)[:-1]
+    return np.split(a, bounds, axis=dim)
+
+
+def _unbind_fwd(a: np.ndarray, dim: int) -> list[np.ndarray]:
+    return [a[(slice(None),) * dim + (i,)] for i in range(a.shape[dim])]
+
+
+# Several outputs, one node (views of the input; nothing saved); the backward joins
+# the outputs' gradients back into the input's shape.
+SPLIT = Op("Split", _split_fwd, lambda c, grads: (cat(_piece_grads(c, grads), c.attrs["dim"]),))
+UNBIND = Op("Unbind", _unbind_fwd, lambda c, grads: (stack(_piece_grads(c, grads), c.attrs["dim"]),))
+
+
+def split(a: Tensor, sizes: Sequence[int], dim: int, listed: bool) -> tuple[Tensor, ...]:
+    """`a.split(size)` (PyTorch's SplitBackward0; with a list of sizes, SplitWithSizesBackward0)."""
+    return _pieces(named(SPLIT, "SplitWithSizesBackward0") if listed else SPLIT, a,
+                   sizes=tuple(sizes), dim=dim % a.arr.ndim)
+
+
+def unsafe_chunk(a: Tensor, chunks: int, dim: int) -> tuple[Tensor, ...]:
+    """ATen's `unsafe_chunk` (its RNN cells split their gates so): `UnsafeSplitBackward0`."""
+    size = -(-a.arr.shape[dim] // chunks)
+    return _pieces(named(SPLIT, "UnsafeSplitBackward0"), a, sizes=(size,) * chunks, dim=dim % a.arr.ndim)
+
+
+def unbind(a: Tensor, dim: int) -> tuple[Tensor, ...]:
+    return _pieces(UNBIND, a, dim=dim % a.arr.ndim)
+
+
+def _pieces(op: Op, a: Tensor, **attrs: Any) -> tuple[Tensor, ...]:
+    arrays = op.forward(a.arr, **attrs)
+    outs = [Tensor(arr, base=_root(a), counter=a._counter) for arr in arrays]
+    tape.record_outputs(op, (a,), outs, {**attrs, "pieces": arrays})
+    return tuple(outs)
 
 
 def embedding(weight: Tensor, rows: np.ndarray, padding_idx: int | None = None) -> Tensor:

@@ -120,13 +120,14 @@ class SavedTensor:
     grad_fn as it is when the check fails (after `y.add_(1)`, "output 0 of Add";
     a view whose storage changed, "output 0 of AsStrided")."""
 
-    __slots__ = ("arr", "edge", "is_output", "counter", "version", "origin", "source", "transposed",
+    __slots__ = ("arr", "edge", "nr", "is_output", "counter", "version", "origin", "source", "transposed",
                  "packed", "unpack_hook")
 
     def __init__(self, data: np.ndarray, edge: Edge, counter: list | None, origin: str,
                  is_output: bool = False, source: Tensor | None = None,
-                 transposed: bool = False) -> None:
+                 transposed: bool = False, nr: int = 0) -> None:
         self.transposed = transposed
+        self.nr = nr  # which output of `edge` the tensor was (a piece of a split)
         self.packed: Any = None
         self.unpack_hook: Callable[[Any], Any] | None = None
         self.arr = data
@@ -159,7 +160,7 @@ class SavedTensor:
         if isinstance(edge, Tensor) and edge.arr is self.arr:
             return edge
         if isinstance(edge, Node):
-            return Tensor(self.arr, node=edge, tid=edge.id)
+            return Tensor(self.arr, node=edge, tid=edge.id, output_nr=self.nr)
         return Tensor(self.arr, tid=-1)
 
 
@@ -181,15 +182,17 @@ class Ctx:
 class Node:
     """A recorded operation: its step (backward + saved tensors) and its record."""
 
-    __slots__ = ("id", "op", "inputs", "needs", "saved", "attrs", "shapes", "dtypes", "line",
-                 "lines", "saves_any", "nbytes", "released", "released_line", "out_ref", "generation",
-                 "__weakref__")
+    __slots__ = ("id", "op", "inputs", "input_nrs", "needs", "saved", "attrs", "shapes", "dtypes", "line",
+                 "lines", "saves_any", "nbytes", "released", "released_line", "out_ref", "out_refs",
+                 "generation", "__weakref__")
 
     def __init__(self, nid: int, op: Op, inputs: tuple[Edge, ...], needs: tuple[bool, ...],
-                 saved: dict, attrs: dict, shapes: tuple, dts: tuple) -> None:
+                 saved: dict, attrs: dict, shapes: tuple, dts: tuple,
+                 input_nrs: tuple[int, ...] | None = None) -> None:
         self.id = nid
         self.op = op
         self.inputs = inputs
+        self.input_nrs = input_nrs or (0,) * len(inputs)  # which output of each parent node
         self.needs = needs
         self.saved: dict | None = saved
         self.attrs = attrs
@@ -202,6 +205,7 @@ class Node:
         self.released = False  # torch: saved tensors freed; strict: step consumed
         self.released_line: int | None = None
         self.out_ref: Callable[[], Tensor | None] = _dead
+        self.out_refs: tuple = ()  # a node with several outputs (split): one weak reference each
         self.generation = STATE.generation
         STATE.live_nodes += 1
         STATE.saved_bytes += self.nbytes
@@ -217,11 +221,16 @@ class Node:
     @property
     def next_functions(self) -> tuple:
         """PyTorch's edges: a parent node, an `AccumulateGrad` for a leaf, or None."""
-        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.inputs)
+        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, nr)
+                     for e, nr in zip(self.inputs, self.input_nrs))
+
+    def outputs(self) -> list[Tensor | None]:
+        """The live output handles, by output number (None for a dropped one)."""
+        refs = self.out_refs or (self.out_ref,)
+        return [t if t is not None and t._node is self else None for t in (r() for r in refs)]
 
     def handle_alive(self) -> bool:
-        t = self.out_ref()
-        return t is not None and t._node is self
+        return any(t is not None for t in self.outputs())
 
     def release(self, line: int | None) -> None:
         """Drop the saved tensors (torch) or the whole step (strict)."""
@@ -282,6 +291,7 @@ class Tensor:
     """A numpy array with autograd state. Operators and methods live in `methods`."""
 
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
+    wrapped_number = False  # a Python number wrapped as an operand (`ops.wrapped_number`)
 
     if TYPE_CHECKING:  # installed at import by `methods.install()`; declared for type checkers
         def __add__(self, other: Any) -> Tensor: ...
@@ -351,9 +361,10 @@ class Tensor:
 
     def __init__(self, data: np.ndarray, *, requires_grad: bool = False, node: Node | None = None,
                  tid: int | None = None, counter: list | None = None,
-                 base: Tensor | None = None) -> None:
+                 base: Tensor | None = None, output_nr: int = 0) -> None:
         self.arr = data if type(data) is np.ndarray else np.asarray(data)  # reductions give scalars
         self._node = node
+        self._nr = output_nr  # which output of `_node` this tensor is
         self._rg = False
         self._grad: Tensor | None = None
         # [version, line of the last in-place change]
@@ -392,6 +403,10 @@ class Tensor:
     @property
     def grad_fn(self) -> Node | None:
         return self._node
+
+    @property
+    def output_nr(self) -> int:
+        return self._nr
 
     @property
     def grad(self) -> Tensor | None:
@@ -458,11 +473,32 @@ def _saved_origin(t: Tensor, as_view: bool = False) -> str:
 def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any],
            attrs: dict[str, Any], fresh: bool = False) -> Tensor:
     """Attach a node for `op` to `out` if grad mode is on and an input is tracked."""
+    node = _new_node(op, inputs, out, extras, attrs, fresh)
+    if node is not None:
+        out._node, out._nr = node, 0
+        node.out_ref = weakref.ref(out)
+    return out
+
+
+def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], attrs: dict[str, Any]) -> None:
+    """One node for an op with several outputs (PyTorch's `SplitBackward0`): each
+    output's grad_fn is that node, told apart by `output_nr`. The backward receives
+    one gradient per output, None for an output no loss reached. Nothing is saved."""
+    node = _new_node(op, inputs, outs[0], {}, attrs, fresh=False)
+    if node is None:
+        return
+    for nr, out in enumerate(outs):
+        out._node, out._nr = node, nr
+    node.out_refs = tuple(weakref.ref(out) for out in outs)
+
+
+def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any],
+              attrs: dict[str, Any], fresh: bool) -> Node | None:
     if not STATE.grad_enabled:
-        return out
+        return None
     needs = tuple(t.requires_grad for t in inputs)
     if not any(needs):
-        return out
+        return None
     saved: dict = {}
     for slot in op.slots(needs):
         if slot == "out":
@@ -475,7 +511,7 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any]
             as_view = slot in op.shown_transposed
             saved[slot] = SavedTensor(t.arr, edge_of(t), t._counter if t._id != -1 else None,
                                       _saved_origin(t, as_view), source=None if as_view or t._id == -1
-                                      else t, transposed=as_view)
+                                      else t, transposed=as_view, nr=t._nr)
         elif isinstance(kept := extras.get(slot), Tensor):  # not differentiated, but version-checked
             saved[slot] = SavedTensor(kept.arr, None, kept._counter, _saved_origin(kept), source=kept)
         elif slot in extras:  # an optional extra (nll_loss's weight) is saved when given
@@ -483,12 +519,9 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any]
     if STATE.saved_hooks:
         _pack(saved, inputs, out)
     nid = _fresh_id() if fresh or out._id < 0 else out._id
-    node = node_class(op)(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
-                saved, attrs, tuple(t.arr.shape for t in inputs),
-                tuple(t.arr.dtype for t in inputs))
-    out._node = node
-    node.out_ref = weakref.ref(out)
-    return out
+    return node_class(op)(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
+                          saved, attrs, tuple(t.arr.shape for t in inputs),
+                          tuple(t.arr.dtype for t in inputs), tuple(t._nr for t in inputs))
 
 
 def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
@@ -501,6 +534,8 @@ def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
                 shown = out
             elif isinstance(slot, int):
                 t = inputs[slot]
+                if t.wrapped_number:  # PyTorch packs no wrapped Python number
+                    continue
                 shown = Tensor(t.arr.T, tid=-1) if st.transposed else t
             else:
                 shown = Tensor(st.arr, tid=-1)
@@ -532,11 +567,14 @@ def apply_inplace(op: Op, target: Tensor, *others: Tensor, **attrs: Any) -> Tens
     tracked = STATE.grad_enabled and (target.requires_grad or any(t.requires_grad for t in others))
     if tracked and target._node is None and target._rg:
         raise RuntimeError(errors.LEAF_INPLACE)
-    if tracked and target._base is not None and target._base.requires_grad:
-        raise errors.NotSupportedByEngine("in-place modification of a view of a tensor that requires grad")
+    if tracked and target._base is not None:  # the write joins the base's history (CopySlices)
+        from .views import copy_slices  # views builds on ops, which imports this module
+
+        return copy_slices(op, target, others, attrs)
     result = op.forward(target.arr, *(t.arr for t in others), **attrs)
     data, extras = result if isinstance(result, tuple) else (result, {})
-    old = Tensor(target.arr.copy() if tracked else target.arr, node=target._node, tid=target._id)
+    old = Tensor(target.arr.copy() if tracked else target.arr, node=target._node, tid=target._id,
+                 output_nr=target._nr)
     old._rg = target._rg
     target.arr[...] = data
     target._bump()
@@ -582,23 +620,42 @@ def _reachable(roots: Sequence[Node]) -> list[Node]:
     return order
 
 
-def _leading_to(nodes: list[Node], targets: set[int]) -> set[int]:
+Key = tuple[int, int]  # a gradient's destination: (id of the node or leaf, output number)
+
+
+def _key(t: Tensor) -> Key:
+    return id(edge_of(t)), t._nr
+
+
+def _leading_to(nodes: list[Node], targets: set[Key]) -> set[int]:
     """Ids of the nodes from which some target edge is reachable (PyTorch runs only those)."""
     reaches: set[int] = set()
     for node in sorted(nodes, key=lambda n: n.id):
-        if any(id(e) in targets or id(e) in reaches for e in node.inputs if e is not None):
+        if any((id(e), nr) in targets or id(e) in reaches
+               for e, nr in zip(node.inputs, node.input_nrs) if e is not None):
             reaches.add(id(node))
     return reaches
 
 
-def _sum_grad(acc: dict[int, Tensor], key: int, g: Tensor) -> None:
+def _take(acc: dict[Key, Tensor], node: Node, targets: set[Key]) -> Tensor | tuple | None:
+    """The gradient a node runs with (a target's stays for the result); a node with
+    several outputs gets one per output, None where none arrived."""
+    def take(key: Key) -> Tensor | None:
+        return acc.get(key) if key in targets else acc.pop(key, None)
+    if not node.out_refs:
+        return take((id(node), 0))
+    grads = tuple(take((id(node), nr)) for nr in range(len(node.out_refs)))
+    return grads if any(g is not None for g in grads) else None
+
+
+def _sum_grad(acc: dict[Key, Tensor], key: Key, g: Tensor) -> None:
     prev = acc.get(key)
     acc[key] = g if prev is None else prev + g
 
 
 def _as_grad(g: Tensor, like: np.ndarray) -> Tensor:
     if g.arr.dtype != like.dtype:
-        g = Tensor(g.arr.astype(like.dtype), node=g._node, tid=g._id)
+        g = Tensor(g.arr.astype(like.dtype), node=g._node, tid=g._id, output_nr=g._nr)
     return g
 
 
@@ -610,7 +667,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
     line = user_line()
     strict = STATE.semantics == "strict"
     retain = bool(create_graph if retain_graph is None else retain_graph) and not strict
-    seeds: list[tuple[Edge, Tensor]] = []
+    seeds: list[tuple[Tensor, Tensor]] = []
     with _Internal(False):
         for i, (root, g) in enumerate(zip(roots, grads)):
             if not root.requires_grad:
@@ -619,8 +676,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
                 if root.arr.size != 1:
                     raise RuntimeError(errors.NON_SCALAR)
                 g = Tensor(np.ones_like(root.arr))
-            seeds.append((edge_of(root), g))
-    root_nodes = [e for e, _ in seeds if isinstance(e, Node)]
+            seeds.append((root, g))
+    root_nodes = [r._node for r, _ in seeds if r._node is not None]
     nodes = _reachable(root_nodes)
     if strict:
         for node in nodes:
@@ -636,32 +693,32 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
         for t in targets:
             if not t.requires_grad:
                 raise RuntimeError(errors.GRAD_INPUT_NO_GRAD)
-        target_keys = {id(edge_of(t)) for t in targets}
+        target_keys = {_key(t) for t in targets}
         runnable = _leading_to(nodes, target_keys) if not strict else {id(n) for n in nodes}
     else:
         target_keys = set()
         runnable = {id(n) for n in nodes}
-    acc: dict[int, Tensor] = {}
+    acc: dict[Key, Tensor] = {}
     leaves: dict[int, Tensor] = {}
-    for edge, g in seeds:
-        _sum_grad(acc, id(edge), g)
-        if isinstance(edge, Tensor):
-            leaves[id(edge)] = edge
+    for root, g in seeds:
+        _sum_grad(acc, _key(root), g)
+        if root._node is None:
+            leaves[id(root)] = root
     with _Internal(create_graph):
         for node in sorted(nodes, key=lambda n: -n.id):
-            key = id(node)
-            g = acc.get(key) if key in target_keys else acc.pop(key, None)
-            if g is None or key not in runnable:
+            incoming = _take(acc, node, target_keys)
+            if incoming is None or id(node) not in runnable:
                 continue
-            for edge, ig in zip(node.inputs, _run_node(node, g, line, retain, strict)):
+            in_grads = _run_node(node, incoming, line, retain, strict)
+            for edge, nr, ig in zip(node.inputs, node.input_nrs, in_grads):
                 if edge is None or ig is None:
                     continue
-                _sum_grad(acc, id(edge), ig)
+                _sum_grad(acc, (id(edge), nr), ig)
                 if isinstance(edge, Tensor):
                     leaves[id(edge)] = edge
         results: list[Tensor | None] = []
         for i, t in enumerate(targets if targets is not None else leaves.values()):
-            g = acc.get(id(edge_of(t)))
+            g = acc.get(_key(t))
             if g is None and not accumulate and not allow_unused:
                 raise RuntimeError(errors.GRAD_INPUT_UNUSED.format(index=i))
             grad = None if g is None else _as_grad(g, t.arr)
@@ -673,16 +730,16 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
     return results
 
 
-def _run_node(node: Node, g: Tensor, line: int | None, retain: bool,
+def _run_node(node: Node, g: Any, line: int | None, retain: bool,
               strict: bool) -> tuple[Tensor | None, ...]:
     """Run one node's backward (checks first: freed, then versions), then free it."""
     freed = not strict and node.released and node.saves_any
     if freed and not node.op.lazy_saved:
         raise _second_backward(node, line)
     saved = {slot: s.unpack(node, line) for slot, s in (node.saved or {}).items()}
-    t = node.out_ref()
-    if t is not None and t._node is node and t._retains:
-        _accumulate(t, g, STATE.grad_enabled)
+    for t, gt in zip(node.outputs(), g if node.out_refs else (g,)):
+        if t is not None and t._retains and gt is not None:
+            _accumulate(t, gt, STATE.grad_enabled)
     ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs,
               (lambda: _second_backward(node, user_line())) if freed else None)
     in_grads = node.op.backward(ctx, g)

@@ -76,9 +76,73 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     tensors = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) \
         else list(operands)
     terms, out = _parse(equation, [t.arr.ndim for t in tensors])
+    plain = all(len(set(t)) == len(t) for t in terms) and "..." not in equation
     if len(tensors) == 1 and len(set(terms[0])) == len(terms[0]) and tape.STATE.semantics == "torch":
         return _one_operand(terms[0], out, tensors[0])
+    if len(tensors) == 2 and plain and tape.STATE.semantics == "torch":
+        return _two_operands(terms, out, *ops.operands(*tensors))
     return einsum_explicit(terms, out, tensors)
+
+
+def _aligned(term: str, x: Tensor, order: list[str]) -> Tensor:
+    """ATen's first step: a size-1 dim appended for each label the operand lacks, then one
+    permute into the label order (output labels first, the others sorted)."""
+    at, n = [], len(term)
+    for ch in order:
+        if ch in term:
+            at.append(term.index(ch))
+        else:
+            x = ops.unsqueeze(x, x.arr.ndim)
+            at.append(n)
+            n += 1
+    return ops.permute(x, at)
+
+
+def _two_operands(terms: list[str], out: str, a: Tensor, b: Tensor) -> Tensor:
+    """PyTorch's lowering of a two-operand einsum: both aligned, a label only one operand
+    has summed out, the rest one bmm (`sumproduct_pair`), the contracted dims viewed away."""
+    order = list(out) + sorted(set(terms[0] + terms[1]) - set(out))
+    x, y = _aligned(terms[0], a, order), _aligned(terms[1], b, order)
+    shared, x_only, y_only = [], [], []
+    for d in range(len(out), len(order)):
+        sx, sy = x.arr.shape[d] != 1, y.arr.shape[d] != 1
+        if sx and sy:
+            shared.append(d)
+        elif sx:
+            x_only.append(d)
+        elif sy:
+            y_only.append(d)
+    if x_only:
+        x = ops.sum(x, tuple(x_only), keepdim=True)
+    if y_only:
+        y = ops.sum(y, tuple(y_only), keepdim=True)
+    result = _sumproduct_pair(x, y, shared)
+    return ops.reshape(result, result.arr.shape[:len(out)]) if len(order) > len(out) else result
+
+
+def _sumproduct_pair(left: Tensor, right: Tensor, summed: list[int]) -> Tensor:
+    """ATen's `sumproduct_pair`: dims in both (batch), in one (kept), summed; one bmm."""
+    if not summed:
+        return left * right
+    both: list[int] = []
+    only_left: list[int] = []
+    only_right: list[int] = []
+    for d in range(left.arr.ndim):
+        if d in summed:
+            continue
+        sl, sr = left.arr.shape[d] != 1, right.arr.shape[d] != 1
+        (both if sl and sr else only_left if sl else only_right).append(d)
+    if only_left and only_right and only_right[-1] < only_left[0]:  # bmm then writes the output's order
+        left, right, only_left, only_right = right, left, only_right, only_left
+    size = lambda t, dims: int(np.prod([t.arr.shape[d] for d in dims]))  # noqa: E731
+    out_size = ([left.arr.shape[d] for d in both + only_left] + [1] * len(summed)
+                + [right.arr.shape[d] for d in only_right])
+    lhs = ops.reshape_as_torch(ops.permute(left, both + only_left + summed + only_right),
+                               (size(left, both), size(left, only_left), size(left, summed)))
+    rhs = ops.reshape_as_torch(ops.permute(right, both + summed + only_right + only_left),
+                               (size(left, both), size(left, summed), size(right, only_right)))
+    placed = both + only_left + summed + only_right
+    return ops.permute(ops.reshape(ops.bmm(lhs, rhs), out_size), [placed.index(d) for d in range(left.arr.ndim)])
 
 
 def _one_operand(term: str, out: str, x: Tensor) -> Tensor:

@@ -325,7 +325,8 @@ SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd
               "utils": "utils", "utils.data": "data", "distributions": "distributions", "func": "func",
               **{f"distributions.{m}": "distributions" for m in
                  ("normal", "categorical", "bernoulli", "multivariate_normal", "beta", "kl",
-                  "one_hot_categorical", "uniform", "independent", "gamma", "dirichlet")}}
+                  "one_hot_categorical", "uniform", "independent", "gamma", "dirichlet", "poisson",
+                  "log_normal", "transformed_distribution", "transforms")}}
 
 
 class _Unsupported(MetaPathFinder):

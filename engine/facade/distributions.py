@@ -1,6 +1,7 @@
 """`torch.distributions`: Normal, Categorical, Bernoulli, MultivariateNormal (diagonal
-covariance), Beta, Gamma, Dirichlet, Uniform, Independent, and `kl_divergence`
-between two Normals or two Categoricals.
+covariance), Beta, Gamma, Dirichlet, Uniform, Poisson, Independent,
+TransformedDistribution (Exp, Affine, Sigmoid and Tanh transforms), LogNormal, and
+`kl_divergence` between two Normals or two Categoricals.
 
 Each follows PyTorch's own formulas, so the graph a program builds is the one
 PyTorch builds: in particular `Categorical(logits=...)` normalises its logits in
@@ -12,7 +13,8 @@ every later one — exactly the reuse a second backward trips over.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+import sys
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -493,6 +495,187 @@ class Independent(Distribution):
 
     def entropy(self) -> Tensor:
         return self._summed(self.base_dist.entropy())
+
+
+class Poisson(Distribution):
+    """Counts; samples come from the numpy stream seeded alongside (not PyTorch's sampler)."""
+
+    def __init__(self, rate: Any, validate_args: Any = None) -> None:
+        (self.rate,) = _broadcast_all(rate)
+        super().__init__(self.rate.arr.shape)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.rate
+
+    @property
+    def mode(self) -> Tensor:
+        return Tensor(np.floor(self.rate.arr))  # floor's gradient is zero: kept out of the graph
+
+    @property
+    def variance(self) -> Tensor:
+        return self.rate
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        shape = self._extended(sample_shape)
+        draw = rng.other().poisson(np.broadcast_to(self.rate.arr, shape))
+        return Tensor(draw.astype(self.rate.arr.dtype))
+
+    def log_prob(self, value: Any) -> Tensor:
+        value = _tensor(value)
+        return tensor_ops.xlogy(value, self.rate) - self.rate - tensor_ops.lgamma(value + 1)
+
+    def entropy(self) -> Tensor:
+        raise NotImplementedError  # PyTorch defines none for Poisson
+
+
+# ------------------------------------------------------------------ transforms
+
+
+class Transform:
+    """An invertible map with its log |det Jacobian| (elementwise: event_dim 0). PyTorch
+    caches the last (x, y) when `cache_size=1`; that caching is not modelled."""
+
+    def __init__(self, cache_size: int = 0) -> None:
+        if cache_size:
+            raise NotSupportedByEngine(f"torch.distributions.{type(self).__name__}(cache_size={cache_size})")
+
+    def __call__(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def inv(self, y: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+class ExpTransform(Transform):
+    def __call__(self, x: Tensor) -> Tensor:
+        return ops.exp(x)
+
+    def inv(self, y: Tensor) -> Tensor:
+        return ops.log(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return x
+
+
+class AffineTransform(Transform):
+    def __init__(self, loc: Any, scale: Any, event_dim: int = 0, cache_size: int = 0) -> None:
+        super().__init__(cache_size)
+        if event_dim:
+            raise NotSupportedByEngine("torch.distributions.AffineTransform(event_dim > 0)")
+        self.loc, self.scale = loc, scale
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return self.loc + self.scale * x
+
+    def inv(self, y: Tensor) -> Tensor:
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        if isinstance(self.scale, Tensor):
+            return ops.expand(ops.log(ops.abs(self.scale)), x.arr.shape)
+        return Tensor(np.full_like(x.arr, math.log(abs(self.scale))))
+
+
+class SigmoidTransform(Transform):
+    def __call__(self, x: Tensor) -> Tensor:
+        return ops.sigmoid(x)
+
+    def inv(self, y: Tensor) -> Tensor:
+        info = np.finfo(y.arr.dtype)
+        y = ops.clamp(y, float(info.tiny), 1.0 - float(info.eps))
+        return ops.log(y) - ops.log1p(-y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -F.softplus(-x) - F.softplus(x)
+
+
+class TanhTransform(Transform):
+    """The squashed Gaussian of SAC; the inverse is atanh written as log1p's."""
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return ops.tanh(x)
+
+    def inv(self, y: Tensor) -> Tensor:
+        return 0.5 * (ops.log1p(y) - ops.log1p(-y))
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+class TransformedDistribution(Distribution):
+    """`base_distribution` pushed through elementwise `transforms`, with PyTorch's
+    log_prob: each inverse in reverse order, minus its log |det Jacobian|, then the base's."""
+
+    def __init__(self, base_distribution: Distribution, transforms: Any, validate_args: Any = None) -> None:
+        self.base_dist = base_distribution
+        self.transforms = [transforms] if isinstance(transforms, Transform) else list(transforms)
+        if base_distribution._event_shape:
+            raise NotSupportedByEngine("torch.distributions.TransformedDistribution of a base with an event shape")
+        self.has_rsample = base_distribution.has_rsample
+        super().__init__(base_distribution._batch_shape)
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        x = self.base_dist.rsample(sample_shape)
+        for transform in self.transforms:
+            x = transform(x)
+        return x
+
+    def sample(self, sample_shape: Any = ()) -> Tensor:
+        with _NoGrad():
+            x = self.base_dist.sample(sample_shape)
+            for transform in self.transforms:
+                x = transform(x)
+            return x
+
+    def log_prob(self, value: Any) -> Tensor:
+        log_prob: Any = 0.0
+        y = _tensor(value)
+        for transform in reversed(self.transforms):
+            x = transform.inv(y)
+            log_prob = log_prob - transform.log_abs_det_jacobian(x, y)
+            y = x
+        return log_prob + self.base_dist.log_prob(y)
+
+    def entropy(self) -> Tensor:
+        raise NotImplementedError  # PyTorch defines none for a general transform
+
+
+class LogNormal(TransformedDistribution):
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, validate_args: Any = None) -> None:
+        super().__init__(Normal(loc, scale), ExpTransform())
+
+    @property
+    def loc(self) -> Tensor:
+        return cast(Normal, self.base_dist).loc
+
+    @property
+    def scale(self) -> Tensor:
+        return cast(Normal, self.base_dist).scale
+
+    @property
+    def mean(self) -> Tensor:
+        return ops.exp(self.loc + self.scale ** 2 / 2)
+
+    @property
+    def mode(self) -> Tensor:
+        return ops.exp(self.loc - self.scale ** 2)
+
+    @property
+    def variance(self) -> Tensor:
+        scale_sq = self.scale ** 2
+        return (ops.exp(scale_sq) - 1) * ops.exp(2 * self.loc + scale_sq)
+
+    def entropy(self) -> Tensor:
+        return self.base_dist.entropy() + self.loc
+
+
+transforms = sys.modules[__name__]  # `torch.distributions.transforms.ExpTransform`
 
 
 def kl_divergence(p: Distribution, q: Distribution) -> Tensor:

@@ -1,4 +1,5 @@
-"""`torch.func`: `grad`, `grad_and_value`, `vmap`, `functional_call`.
+"""`torch.func`: `grad`, `grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`,
+`hessian`, `vmap`, `functional_call`.
 
 PyTorch runs these as function transforms; here they are built from the tape the
 rest of the engine uses, so the numbers are PyTorch's and the graphs compose:
@@ -6,12 +7,21 @@ rest of the engine uses, so the numbers are PyTorch's and the graphs compose:
   leaf, or an alias of a tracked input) with `create_graph=True`, so the gradient
   stays differentiable in whatever outer tensors `f` used (MAML-style outer
   losses), and is detached when it depends on nothing outside.
+- `vjp(f, *primals)` returns `f`'s output and a function pulling cotangents back to
+  the primals (one backward per call, the graph kept for the next).
+- `jacrev`/`jacfwd` build the Jacobian one output element at a time by pulling
+  back a basis vector; `jacfwd` gives the same numbers through reverse mode.
+  `hessian(f)` is `jacfwd(jacrev(f))`: the inner Jacobian is differentiable in the
+  outer entry points, as `grad`'s result is.
+- `jvp(f, primals, tangents)` is the double-vjp: pulling back a cotangent `u` that
+  requires grad gives `J^T u` (recorded), whose gradient in `u` along the tangents
+  is `J t`.
 - `vmap(f)` runs `f` once per index of the mapped dims and stacks the results: the
   same values as PyTorch's batched kernels (per-sample gradients included), through
   a different graph.
 - `functional_call(module, tensors, args)` runs the module with its parameters and
   buffers swapped for the given tensors, restoring them after.
-Under strict semantics `grad` is refused: burn has no function transforms, and the
+Under strict semantics these transforms are refused: burn has no function transforms, and the
 tape's consumption rule has no meaning inside one.
 """
 
@@ -94,47 +104,94 @@ def _scalar(out: Any) -> Tensor:
     return out
 
 
+def _refuse_strict(name: str) -> None:
+    if STATE.semantics == "strict":
+        raise NotSupportedByEngine(f"torch.func.{name} under strict semantics")
+
+
+class _Entries:
+    """The entry points of the differentiated arguments (pytrees flattened) and how to
+    rebuild per-argument structures from one value per entry."""
+
+    def __init__(self, args: Sequence[Any], nums: tuple[int, ...]) -> None:
+        self.call = list(args)
+        self.tensors: list[Tensor] = []
+        self.rebuilds: list[tuple[Callable[[list[Any]], Any], int]] = []
+        for n in nums:
+            leaves, rebuild = _flatten(args[n])
+            mine = [_entry(t) for t in leaves]
+            self.call[n] = rebuild(mine)
+            self.tensors.extend(mine)
+            self.rebuilds.append((rebuild, len(mine)))
+        self.fresh = {id(t) for t in self.tensors if t._node is None}
+
+    def per_arg(self, values: list[Any]) -> list[Any]:
+        out, at = [], 0
+        for rebuild, n in self.rebuilds:
+            out.append(rebuild(values[at:at + n]))
+            at += n
+        return out
+
+    def outer(self, tree: Any) -> Any:
+        """`tree`'s tensors, detached unless they depend on tensors outside the transform."""
+        leaves, rebuild = _flatten(tree)
+        return rebuild([_outer(t, self.fresh) for t in leaves])
+
+
+def _pull(outs: Sequence[Tensor], cotangents: Sequence[Tensor], inputs: Sequence[Tensor],
+          create_graph: bool) -> list[Tensor]:
+    """Gradients of sum(out * cotangent) in each input (zeros where unused); the graph stays."""
+    tracked = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
+    grads: Sequence[Tensor | None] = [None] * len(inputs)
+    if tracked:
+        grads = tape.run_backward([o for o, _ in tracked], [c for _, c in tracked], retain_graph=True,
+                                  create_graph=create_graph, inputs=inputs, accumulate=False)
+    return [g if g is not None else Tensor(np.zeros_like(t.arr)) for g, t in zip(grads, inputs)]
+
+
+def _run(func: Callable[..., Any], call: Sequence[Any], kwargs: dict, has_aux: bool) -> tuple[Any, Any]:
+    """`func` with grad mode on (the transform differentiates whatever the caller's mode)."""
+    prev, STATE.grad_enabled = STATE.grad_enabled, True
+    try:
+        result = func(*call, **kwargs)
+    finally:
+        STATE.grad_enabled = prev
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError("has_aux=True: expected the function to return a (output, aux) tuple")
+    return result
+
+
+def _tensors(out: Any, api: str) -> tuple[list[Tensor], Callable[[list[Any]], Any]]:
+    leaves, rebuild = _flatten(out)
+    for t in leaves:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"{api}(f, ...): expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(t)}")
+    return leaves, rebuild
+
+
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
                    has_aux: bool = False) -> Callable[..., Any]:
     @functools.wraps(func)
     def transformed(*args: Any, **kwargs: Any) -> Any:
-        if STATE.semantics == "strict":
-            raise NotSupportedByEngine("torch.func.grad under strict semantics")
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        call = list(args)
-        entries: list[Tensor] = []
-        rebuilds = []
-        for n in nums:
-            leaves, rebuild = _flatten(args[n])
-            mine = [_entry(t) for t in leaves]
-            call[n] = rebuild(mine)
-            entries.extend(mine)
-            rebuilds.append((rebuild, len(mine)))
-        prev, STATE.grad_enabled = STATE.grad_enabled, True
-        try:
-            result = func(*call, **kwargs)
-            out, aux = result if has_aux else (result, None)
-            out = _scalar(out)
-            grads: Sequence[Tensor | None] = [None] * len(entries)
-            if out.requires_grad:
-                grads = tape.run_backward([out], [None], retain_graph=True, create_graph=prev, inputs=entries,
-                                          accumulate=False)
-        finally:
-            STATE.grad_enabled = prev
-        fresh = {id(t) for t in entries if t._node is None}
-        filled = [_outer(g, fresh) if g is not None else Tensor(np.zeros_like(t.arr))
-                  for g, t in zip(grads, entries)]
-        per_arg, at = [], 0
-        for rebuild, n in rebuilds:
-            per_arg.append(rebuild(filled[at:at + n]))
-            at += n
+        _refuse_strict("grad")
+        entries = _Entries(args, _nums(argnums))
+        out, aux = _run(func, entries.call, kwargs, has_aux)
+        out = _scalar(out)
+        filled = _pull([out], [Tensor(np.ones_like(out.arr))], entries.tensors, STATE.grad_enabled)
+        per_arg = entries.per_arg(entries.outer(filled))
         gradient = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
-        value = _outer(out, fresh)
+        value = _outer(out, entries.fresh)
         if has_aux:
-            aux_leaves, rebuild_aux = _flatten(aux)
-            return gradient, (value, rebuild_aux([_outer(a, fresh) for a in aux_leaves]))
+            return gradient, (value, entries.outer(aux))
         return gradient, value
     return transformed
+
+
+def _nums(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
 def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -145,6 +202,88 @@ def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: 
         gradient, value = both(*args, **kwargs)
         return (gradient, value[1]) if has_aux else gradient
     return transformed
+
+
+# --------------------------------------------------------- vjp, jvp, jacobians
+
+
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
+    _refuse_strict("vjp")
+    entries = _Entries(primals, tuple(range(len(primals))))
+    result, aux = _run(func, entries.call, {}, has_aux)
+    outs, _ = _tensors(result, "vjp")
+    create_graph = STATE.grad_enabled
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        given, _ = _flatten(cotangents)
+        if len(given) != len(outs) or any(tuple(c.arr.shape) != tuple(o.arr.shape) for c, o in zip(given, outs)):
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of "
+                               "outputs to the function")
+        return tuple(entries.per_arg(entries.outer(_pull(outs, given, entries.tensors, create_graph))))
+
+    value = entries.outer(result)
+    return (value, vjp_fn, entries.outer(aux)) if has_aux else (value, vjp_fn)
+
+
+def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False,
+        has_aux: bool = False) -> tuple:
+    _refuse_strict("jvp")
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    entries = _Entries(primals, tuple(range(len(primals))))
+    given, _ = _flatten(tangents)
+    if len(given) != len(entries.tensors):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same "
+                           "python structure")
+    result, aux = _run(func, entries.call, {}, has_aux)
+    outs, rebuild = _tensors(result, "jvp")
+    create_graph = STATE.grad_enabled
+    probes = [Tensor(np.zeros_like(o.arr), requires_grad=True) for o in outs]  # the cotangent u
+    with_probe = _pull(outs, probes, entries.tensors, True)  # J^T u, recorded
+    tangent_out = _pull(with_probe, given, probes, create_graph)  # d/du <J^T u, t> = J t
+    value = entries.outer(result)
+    pushed = rebuild(entries.outer(tangent_out))
+    return (value, pushed, entries.outer(aux)) if has_aux else (value, pushed)
+
+
+def _jacobian(func: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool,
+              api: str) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def transformed(*args: Any, **kwargs: Any) -> Any:
+        _refuse_strict(api)
+        entries = _Entries(args, _nums(argnums))
+        result, aux = _run(func, entries.call, kwargs, has_aux)
+        outs, rebuild = _tensors(result, api)
+        create_graph = STATE.grad_enabled
+        per_out = []
+        for o in outs:
+            rows = []
+            for k in range(o.arr.size):  # PyTorch pulls back all outputs at once: zeros for the others
+                cotangents = [Tensor(np.zeros_like(other.arr)) for other in outs]
+                cotangents[next(i for i, other in enumerate(outs) if other is o)].arr.flat[k] = 1
+                rows.append(_pull(outs, cotangents, entries.tensors, create_graph))
+            blocks = [ops.reshape(ops.stack([row[i] for row in rows], 0) if rows else
+                                  Tensor(np.zeros((0, *t.arr.shape), t.arr.dtype)), o.arr.shape + t.arr.shape)
+                      for i, t in enumerate(entries.tensors)]
+            per_arg = entries.per_arg(entries.outer(blocks))
+            per_out.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+        jac = rebuild(per_out)
+        return (jac, entries.outer(aux)) if has_aux else jac
+    return transformed
+
+
+def jacrev(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None, _preallocate_and_copy: bool = False) -> Callable[..., Any]:
+    return _jacobian(func, argnums, has_aux, "jacrev")
+
+
+def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable[..., Any]:
+    return _jacobian(func, argnums, has_aux, "jacfwd")
+
+
+def hessian(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    return jacfwd(jacrev(func, argnums), argnums)
 
 
 # -------------------------------------------------------------------- vmap

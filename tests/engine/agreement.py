@@ -58,3 +58,13 @@ def assert_same_graph(engine: Any, torch: Any, fn: Callable[..., Any], shapes: S
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     assert graph_structure(engine, fn, arrays) == graph_structure(torch, fn, arrays)
+
+
+def raised(thunk: Callable[[], Any]) -> str:
+    """The text of the RuntimeError `thunk` raises, or "ok": how tests compare a second
+    backward (or any refused call) with PyTorch's."""
+    try:
+        thunk()
+    except RuntimeError as exc:
+        return str(exc)
+    return "ok"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agreement import raised
 
 from tapelint_engine import facade as E
 
@@ -142,3 +143,53 @@ def test_transformer_seq2seq_agrees_with_seeded_initialisation(fresh, batch_firs
     names = [n for n, _ in torch.nn.Transformer(8, 2, 1, 1, 16).named_parameters()]
     assert names == [n for n, _ in E.nn.Transformer(8, 2, 1, 1, 16).named_parameters()]
     _grads_agree(zip(results[1], results[0]))
+
+
+def _flash_structure(L, **kw) -> list:
+    q, k, v = (L.tensor(RNG.standard_normal((2, 2, 4, 3)).astype(np.float32), requires_grad=True)
+               for _ in range(3))
+    out = L.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    node = out.grad_fn
+    saved = []
+    with L.autograd.graph.saved_tensors_hooks(lambda t: saved.append(tuple(t.shape)) or t, lambda t: t):
+        L.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    grads = L.autograd.grad(out.sum(), [q, k, v], create_graph=True)
+    return [type(node).__name__, [type(n).__name__ for n, _ in node.next_functions], sorted(saved),
+            [type(t.grad_fn).__name__ for t in grads], raised(grads[0].sum().backward)]
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"attn_mask": "bool"}])
+def test_sdpa_is_pytorchs_flash_node_without_a_double_backward(fresh, kw: dict) -> None:
+    results = []
+    for L in (torch, E):
+        given = dict(kw)
+        if given.get("attn_mask") == "bool":
+            given["attn_mask"] = L.tensor(np.tril(np.ones((4, 4), bool)))
+        results.append(_flash_structure(L, **given))
+    assert results[1] == results[0]
+
+
+ATTENTION_GRAPHS = {  # PyTorch's multi_head_attention_forward, node for node
+    "self_attention": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x, x)[0],
+    "no_weights": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x, x, need_weights=False)[0],
+    "unbatched": lambda L, x: L.nn.MultiheadAttention(8, 2)(x[0], x[0], x[0])[0],
+    "masked_scores": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x, x, attn_mask=L.ones(4, 4).triu(1).bool())[0],
+    "masked_no_weights": lambda L, x: L.nn.MultiheadAttention(8, 2)(
+        x, x, x, attn_mask=L.ones(4, 4).triu(1).bool(), need_weights=False)[0],
+    "cross_attention": lambda L, x: L.nn.MultiheadAttention(8, 2)(x, x * 2, x * 2)[0],
+    "encoder_layer": lambda L, x: L.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)(x),
+    "encoder_layer_batch_first": lambda L, x: L.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                                           batch_first=True)(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_GRAPHS))
+def test_attention_graphs_are_pytorchs(fresh, name: str) -> None:
+    from agreement import assert_agrees, assert_same_graph
+
+    def build(L, x):
+        L.manual_seed(0)
+        return ATTENTION_GRAPHS[name](L, x)
+
+    assert_same_graph(E, torch, build, [(4, 2, 8)], seed=3)
+    assert_agrees(E, torch, build, [(4, 2, 8)], seed=3)

@@ -52,6 +52,20 @@ CASES = {
                                      + D.Dirichlet(a.exp()).entropy().sum()
                                      + (D.Dirichlet(b.exp()).variance * D.Dirichlet(b.exp()).mean).sum()),
     "dirichlet_value_grad": lambda D, L, a, b: D.Dirichlet(a.exp()).log_prob(b.softmax(-1)).sum(),
+    "poisson": lambda D, L, a, b: (D.Poisson(a.exp()).log_prob(L.tensor(np.round(UNIT * 5))).sum()
+                                   + (D.Poisson(b.exp()).mean * D.Poisson(b.exp()).variance).sum()),
+    "lognormal": lambda D, L, a, b: (D.LogNormal(a, b.exp()).log_prob(L.tensor(UNIT * 2)).sum()
+                                     + D.LogNormal(a, b.exp()).entropy().sum()
+                                     + (D.LogNormal(a, b.exp()).mean + D.LogNormal(a, b.exp()).variance * 0.01
+                                        + D.LogNormal(a, b.exp()).mode).sum()),
+    "lognormal_value_grad": lambda D, L, a, b: D.LogNormal(0.5, 2.0).log_prob(b.exp()).sum(),
+    "transformed_affine_sigmoid": lambda D, L, a, b: D.TransformedDistribution(
+        D.Normal(a, b.exp()), [D.transforms.AffineTransform(1.0, 2.0), D.transforms.SigmoidTransform()]).log_prob(
+        L.tensor(UNIT)).sum(),
+    "transformed_tensor_affine": lambda D, L, a, b: D.TransformedDistribution(
+        D.Normal(a, 1.0), D.AffineTransform(a * 0.5, b.exp())).log_prob(L.tensor(VALUE)).sum(),
+    "transformed_tanh": lambda D, L, a, b: D.TransformedDistribution(
+        D.Normal(a, b.exp()), [D.transforms.TanhTransform()]).log_prob(L.tensor(UNIT * 1.6 - 0.8)).sum(),
     "xlogy": lambda D, L, a, b: L.xlogy(a * (a > 0), b.exp()).sum() + a.xlogy(b.exp()).sum(),
 }
 
@@ -155,3 +169,32 @@ def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
         np.testing.assert_allclose(rate.grad.numpy(), -(s.detach() / rate.detach()).numpy(), rtol=1e-5)
     with pytest.raises(NotSupportedByEngine, match="concentration that requires grad"):
         E.distributions.Gamma(E.ones(3, requires_grad=True), 1.0).rsample()
+
+
+def _seeded_transformed_rsample(L) -> list:
+    """rsample pushes the base's draw (PyTorch's normal stream) through the transforms."""
+    L.manual_seed(3)
+    loc = L.tensor(LOC, requires_grad=True)
+    d = L.distributions
+    squashed = d.TransformedDistribution(d.Normal(loc, 0.5), [d.transforms.TanhTransform()]).rsample((2,))
+    log_normal = d.LogNormal(loc, 0.3).rsample()
+    (squashed.sum() + log_normal.sum()).backward()
+    return [squashed.detach().numpy(), log_normal.detach().numpy(), loc.grad.numpy()]
+
+
+def test_seeded_transformed_rsample_and_gradient_are_pytorchs(fresh) -> None:
+    for got, want in zip(_seeded_transformed_rsample(E), _seeded_transformed_rsample(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_poisson_samples_and_undefined_entropy(fresh) -> None:
+    for L in (E, torch):
+        d = L.distributions.Poisson(L.full((2, 3), 4.0))
+        sample = d.sample((5,))
+        assert tuple(sample.shape) == (5, 2, 3) and sample.dtype == L.float32 and not sample.requires_grad
+        assert (sample.numpy() >= 0).all() and (sample.numpy() == np.round(sample.numpy())).all()
+        with pytest.raises(NotImplementedError):
+            d.entropy()
+        with pytest.raises(NotImplementedError):
+            L.distributions.TransformedDistribution(L.distributions.Normal(0.0, 1.0),
+                                                    [L.distributions.ExpTransform()]).entropy()

@@ -18,17 +18,8 @@ from tapelint_engine import errors, facade, source, tape
 
 # case -> why the engine's graph differs from PyTorch's
 STRUCTURE_LIMITS = {
-    "einsum_mm[x,w]": "PyTorch lowers einsum to permute/view/bmm chains; the engine records one Einsum node",
-    "split": "engine nodes have one output: a split is one Slice node per piece, PyTorch's one SplitBackward0",
-    "chunk": "engine nodes have one output: a chunk is one Slice node per piece, PyTorch's one SplitBackward0",
-    "unbind": "engine nodes have one output: an unbind is one Select node per piece, PyTorch's one UnbindBackward0",
-    "sdpa": "PyTorch's fused flash-attention node; the engine composes matmul/softmax/matmul",
     "nn.LSTM[params]": "PyTorch's fused MkldnnRnnLayer node; the engine unrolls the cells",
     "nn.LSTM[input+params]": "PyTorch's fused MkldnnRnnLayer node; the engine unrolls the cells",
-    "nn.GRU[params]": "PyTorch projects the whole input once (Unbind, Mm, UnsafeSplit); the engine per step",
-    "nn.RNN[params]": "PyTorch projects the whole input once (Unbind, Mm); the engine per step",
-    "nn.MultiheadAttention[need_weights]": "PyTorch's in-projection is one Addmm with Select/Squeeze views",
-    "nn.MultiheadAttention[no_weights]": "PyTorch's in-projection and fused attention node",
 }
 
 

@@ -95,3 +95,26 @@ def test_products_and_one_operand_einsum_build_pytorchs_graph(fresh, name: str) 
     fn, shapes = GRAPH_CASES[name]
     assert_agrees(E, torch, fn, shapes, seed=len(name))
     assert_same_graph(E, torch, fn, shapes, seed=len(name))
+
+
+EINSUM_GRAPHS = {  # ATen's lowering of two operands: align, sum single-operand labels, one bmm
+    "ij,jk->ik": [(2, 3), (3, 4)], "ij,jk->ki": [(2, 3), (3, 4)], "ij,jk": [(2, 3), (3, 4)],
+    "bqd,bkd->bqk": [(2, 5, 3), (2, 4, 3)], "bij,bjk->bki": [(2, 2, 3), (2, 3, 4)],
+    "bhqd,bhkd->bhqk": [(2, 2, 4, 3), (2, 2, 5, 3)], "bhqk,bhkd->bqhd": [(2, 2, 4, 5), (2, 2, 5, 3)],
+    "i,j->ij": [(3,), (4,)], "i,i->": [(3,), (3,)], "bi,bj->bij": [(2, 3), (2, 4)],
+    "ijk,jl->il": [(2, 3, 4), (3, 5)], "ij,kj->i": [(2, 3), (4, 3)], "Ab,bC->CA": [(2, 3), (3, 4)],
+    "ij,jk->ik ones": [(1, 3), (3, 1)],
+}
+
+
+@pytest.mark.parametrize("key", sorted(EINSUM_GRAPHS))
+def test_two_operand_einsum_graphs_are_atens(fresh, key: str) -> None:
+    from agreement import assert_agrees, assert_same_graph
+
+    equation = key.split(" ")[0]
+
+    def build(L, x, y):
+        return L.einsum(equation, x, y)
+
+    assert_same_graph(E, torch, build, EINSUM_GRAPHS[key], seed=2)
+    assert_agrees(E, torch, build, EINSUM_GRAPHS[key], seed=2)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import ops, rng
+from ... import fused, ops, rng
 from ...errors import NotSupportedByEngine, only_defaults
 from ...tape import Tensor
 from . import functional as F
@@ -47,7 +47,13 @@ class MultiheadAttention(Module):
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         w, b = self.in_proj_weight, self.in_proj_bias
         if query is key and key is value:
-            return tuple(F.linear(query, w, b).chunk(3, -1))  # type: ignore[return-value]
+            proj = F.linear(query, w, b)
+            if not fused.pytorch_graph():
+                return tuple(proj.chunk(3, -1))  # type: ignore[return-value]
+            # PyTorch's _in_projection_packed: unflatten, unsqueeze, transpose, squeeze, copy, select
+            e = self.embed_dim
+            proj = proj.reshape(*proj.arr.shape[:-1], 3, e).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+            return proj[0], proj[1], proj[2]
         ws = w.chunk(3)
         bs = b.chunk(3) if b is not None else (None, None, None)
         return (F.linear(query, ws[0], bs[0]), F.linear(key, ws[1], bs[1]), F.linear(value, ws[2], bs[2]))
@@ -73,13 +79,13 @@ class MultiheadAttention(Module):
         mask = self._mask(attn_mask, key_padding_mask, is_causal, q, bsz, tgt, src)
         p = self.dropout if self.training else 0.0
         if need_weights:
-            scores = ops.matmul(q * math.sqrt(1.0 / hd), k.transpose(-2, -1))
-            if mask is not None:
-                scores = scores + mask
+            q_scaled = q * math.sqrt(1.0 / hd)
+            scores = ops.bmm(q_scaled, k.transpose(-2, -1)) if mask is None else \
+                ops.baddbmm(mask, q_scaled, k.transpose(-2, -1))
             weights = ops.softmax(scores, -1)
             if p > 0:
                 weights = F.dropout(weights, p, True)
-            out = ops.matmul(weights, v).transpose(0, 1).reshape(tgt * bsz, e)
+            out = _rows(ops.bmm(weights, v).transpose(0, 1), tgt * bsz, e, "UnsafeViewBackward0")
             out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt, bsz, e)
             weights = weights.reshape(bsz, h, tgt, src)
             weights = weights.mean(1) if average_attn_weights else weights
@@ -91,7 +97,7 @@ class MultiheadAttention(Module):
                 m = m.reshape(bsz, h, *m.arr.shape[1:])
             out = F.scaled_dot_product_attention(q.reshape(bsz, h, tgt, hd), k.reshape(bsz, h, src, hd),
                                                v.reshape(bsz, h, src, hd), m, p)
-            out = out.permute(2, 0, 1, 3).reshape(bsz * tgt, e)
+            out = _rows(out.permute(2, 0, 1, 3), bsz * tgt, e, "")
             out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt, bsz, e)
             weights = None
         if unbatched:
@@ -113,6 +119,14 @@ class MultiheadAttention(Module):
                 bsz * self.num_heads, 1, src)
             mask = kpm if mask is None else mask + kpm
         return mask
+
+
+def _rows(t: Tensor, n: int, e: int, node: str) -> Tensor:
+    """PyTorch's `t.contiguous().view(n, e)` of the attention output (a copy only when
+    the layout needs one)."""
+    if not fused.pytorch_graph():
+        return t.reshape(n, e)
+    return ops.reshape(t.contiguous(), (n, e), node)
 
 
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}

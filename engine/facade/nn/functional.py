@@ -354,6 +354,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     only_defaults("torch.nn.functional.scaled_dot_product_attention", enable_gqa=enable_gqa)
     n_q, n_k = query.arr.shape[-2], key.arr.shape[-2]
     factor = 1.0 / math.sqrt(query.arr.shape[-1]) if scale is None else scale
+    if fused.pytorch_graph() and dropout_p == 0 and all(t.arr.ndim == 4 for t in (query, key, value)) \
+            and not (attn_mask is not None and attn_mask.requires_grad):  # PyTorch's flash kernel
+        mask = additive_mask(attn_mask, query, true_blocks=False)
+        return fused.flash_attention(query, key, value, factor, mask, is_causal)
     scores = ops.matmul(query, ops.transpose(key, -2, -1)) * factor
     if is_causal:
         scores = scores + ops.const(np.where(np.tril(np.ones((n_q, n_k), bool)), 0.0, -np.inf)

@@ -1,8 +1,13 @@
 """RNN, GRU and LSTM (multi-layer, batch_first) and their cells, unrolled on the tape.
 
-PyTorch runs these as fused kernels; here each time step is a few linear,
-sigmoid/tanh and multiply nodes. They save tensors either way, which is what
-hazard detection needs. Parameter names and gate order follow PyTorch.
+Under torch semantics RNN and GRU build ATen's CPU graph (`_rnn_impl`): each
+layer projects its whole input once (`linear`, then `unbind` over time), each
+step adds the hidden projection to its slice (GRU splits both with
+`unsafe_chunk`), and the layer's outputs are stacked; a batch-first output is
+transposed in place (`TransposeBackward1`). LSTM, which PyTorch runs as one fused
+oneDNN node on CPU, and packed sequences are unrolled a step at a time (a few
+linear, sigmoid/tanh and multiply nodes): they save tensors either way, which is
+what hazard detection needs. Parameter names and gate order follow PyTorch.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import ops
+from ... import fused, ops
 from ...errors import NotSupportedByEngine
 from ...tape import Tensor
 from . import functional as F
@@ -44,6 +49,25 @@ def _gru_step(x: Tensor, h: Tensor, w: tuple) -> Tensor:
     z = ops.sigmoid(gi[1] + gh[1])
     n = ops.tanh(gi[2] + r * gh[2])
     return (1 - z) * n + z * h
+
+
+def _rnn_projected(nonlinearity: str) -> Step:
+    """ATen's SimpleCell with the input projected already: act(linear_hh(h).add_(x))."""
+    act = ops.tanh if nonlinearity == "tanh" else ops.relu
+
+    def step(xt: Tensor, h: Tensor, w: tuple) -> Tensor:
+        return act(ops.linear(h, w[1], w[3]) + xt)
+    return step
+
+
+def _gru_projected(xt: Tensor, h: Tensor, w: tuple) -> Tensor:
+    """ATen's GRUCell with the input projected already, its in-place ops out of place."""
+    gi = ops.unsafe_chunk(xt, 3, 1)
+    gh = ops.unsafe_chunk(ops.linear(h, w[1], w[3]), 3, 1)
+    r = ops.sigmoid(gh[0] + gi[0])
+    z = ops.sigmoid(gh[1] + gi[1])
+    n = ops.tanh(gi[2] + gh[2] * r)
+    return (h - n) * z + n
 
 
 def _lstm_step(x: Tensor, state: tuple[Tensor, Tensor], w: tuple) -> tuple[Tensor, Tensor]:
@@ -84,6 +108,9 @@ class _RNNBase(Module):
     def _step(self) -> Step:
         return _rnn_step(self.nonlinearity)
 
+    def _projected_step(self) -> Step | None:
+        return _rnn_projected(self.nonlinearity)
+
     def _zero_state(self, batch: tuple, like: Tensor) -> Tensor:
         return ops.const(np.zeros((self.num_layers, *batch, self.hidden_size), like.arr.dtype))
 
@@ -97,13 +124,31 @@ class _RNNBase(Module):
             x = x.transpose(0, 1)
         batch = (x.arr.shape[1],)
         state = self._initial(hx, batch, x, unbatched)
-        seq, finals = self._run_layers(list(x.unbind(0)), state, None)
-        out = ops.stack(seq, 0)
+        projected = self._projected_step() if fused.pytorch_graph() else None
+        if projected is not None:
+            out, finals = self._run_projected(x, state, projected)
+        else:
+            seq, finals = self._run_layers(list(x.unbind(0)), state, None)
+            out = ops.stack(seq, 0)
         if unbatched:
             out = out.squeeze(1)
         elif self.batch_first:
-            out = out.transpose(0, 1)
+            out = ops.transpose(out, 0, 1, "TransposeBackward1")  # ATen's output.transpose_(0, 1)
         return out, self._final(finals, unbatched)
+
+    def _run_projected(self, x: Tensor, state: Any, step: Step) -> tuple[Tensor, list]:
+        """ATen's layers: the input projected at once, unbound over time, outputs stacked."""
+        finals, states = [], state.unbind(0)  # ATen unbinds the given state by layer
+        for layer in range(self.num_layers):
+            w, s, outs = self._weights(layer), states[layer], []
+            for xt in ops.linear(x, w[0], w[2]).unbind(0):
+                s = step(xt, s, w)
+                outs.append(s)
+            finals.append(s)
+            x = ops.stack(outs, 0)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, finals
 
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple:
         """Step t runs only the `batch_sizes[t]` sequences still going (the longest first);
@@ -181,12 +226,18 @@ class GRU(_RNNBase):
     def _step(self) -> Step:
         return _gru_step
 
+    def _projected_step(self) -> Step | None:
+        return _gru_projected
+
 
 class LSTM(_RNNBase):
     gate_count = 4
 
     def _step(self) -> Step:
         return _lstm_step
+
+    def _projected_step(self) -> Step | None:
+        return None  # PyTorch's CPU LSTM is one fused oneDNN node: not reproduced
 
     def _initial(self, hx: Any, batch: tuple, x: Tensor, unbatched: bool) -> Any:
         if hx is None:
