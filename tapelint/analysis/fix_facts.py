@@ -24,7 +24,7 @@ from tapelint.analysis.findings import AccumulationHazard, CarriedHazard, Hazard
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.names import bindings
 from tapelint.analysis.shapes import ValueShape, expression_shape, joined
-from tapelint.analysis.syntax import walk_nodes
+from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.torch_api import callee_name
 from tapelint.analysis.updates import StepLog, branch_role
 
@@ -117,7 +117,7 @@ class ModuleShapes:
         """Each name or attribute path assigned a conditional expression, indexed once per module."""
         if self._conditional is None:
             self._conditional = {}
-            for node in walk_nodes(self.module):
+            for node in walk_statements(self.module.body):
                 if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(
                         node.value, (cst.IfExp, cst.BooleanOperation)):
                     for target in (node.targets if isinstance(node, cst.Assign) else (node,)):
