@@ -11,6 +11,15 @@ from pathlib import Path
 
 import pytest
 from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH
+from fix_programs_roles import (
+    DICT_OUT,
+    MAYBE_DICT_OUT,
+    READS_FIRST,
+    READS_IMG,
+    READS_TENSOR,
+    TUPLE_OUT,
+    user_gan,
+)
 from fix_programs_shapes import (
     CARRIED_CASES,
     FORWARD_CASES,
@@ -20,15 +29,6 @@ from fix_programs_shapes import (
     accumulation,
     carried,
     forward_state,
-)
-from fix_programs_roles import (
-    DICT_OUT,
-    MAYBE_DICT_OUT,
-    READS_FIRST,
-    READS_IMG,
-    READS_TENSOR,
-    TUPLE_OUT,
-    user_gan,
 )
 
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety, Semantics

@@ -17,8 +17,8 @@ pytest.importorskip("torch")
 pytest.importorskip("numpy")
 
 import fix_harness  # noqa: E402
-from fix_harness import Target, Variant  # noqa: E402
 import fix_programs_shapes  # noqa: E402
+from fix_harness import Target, Variant  # noqa: E402
 from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH  # noqa: E402
 from fix_programs_roles import DICT_OUT, READS_FIRST, READS_IMG, TUPLE_OUT, user_gan  # noqa: E402
 

@@ -14,8 +14,8 @@ import pytest
 from fix_programs_roles import DICT_OUT, READS_IMG, user_gan
 
 from tapelint.analysis.driver import ModuleAnalysis, analyze_module
-from tapelint.analysis.fix_facts import ModuleShapes
 from tapelint.analysis.findings import SharedHazard
+from tapelint.analysis.fix_facts import ModuleShapes
 from tapelint.analysis.shapes import ValueShape, expression_shape
 from tapelint.analysis.updates import BranchRole
 from tapelint.cache import decode, encode

@@ -223,7 +223,7 @@ def node_elements(node: AbstractNode, depth: int = 0) -> bool:
         return _modules_shape(node.made_by) is ValueShape.SCALAR
     if node.op not in _ARITHMETIC or not node.parents or depth >= _MAX_DEPTH:
         return False
-    return all(node_elements(p.node if type(p) is Carried else p, depth + 1) for p in node.parents)
+    return all(node_elements(p.node if isinstance(p, Carried) else p, depth + 1) for p in node.parents)
 
 
 def expression_shape(expr: cst.BaseExpression, seen: Mapping[cst.CSTNode, ValueShape],
