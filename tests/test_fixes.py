@@ -199,6 +199,8 @@ def test_safe_fixes_only_touch_reported_totals():
         "tl003_dict_metric_accumulation.py": ['metrics["loss"] += loss.detach()'],
         "tl003_total_equals_total_plus_loss.py": ["running = running + loss.detach()"],
         "tl003_total_in_both_branches.py": ["total += loss.item()", "total += (2 * loss).item()"],
+        "tl003_criterion_value_not_named_loss.py": ["running += q.item()"],
+        "tl003_loss_or_zero_accumulated.py": ["total += float(term)"],
     }
 
 
