@@ -20,6 +20,16 @@ from fix_programs_roles import (
     TUPLE_OUT,
     user_gan,
 )
+from fix_programs_shapes import (
+    CARRIED_CASES,
+    FORWARD_CASES,
+    MANY_CASES,
+    NUMBER_CASES,
+    SCALAR_CASES,
+    accumulation,
+    carried,
+    forward_state,
+)
 
 from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety, Semantics
 from tapelint.document import lint_document
@@ -300,3 +310,92 @@ def test_no_branch_detach_edit_unless_the_generator_returns_a_tensor(returns, re
     fix, _ = _detach_lines(source)
     assert fix.safety is Safety.DISPLAY_ONLY and not fix.edits
     assert "`loss_q`" in fix.description
+
+
+# --- `.item()` only on what the analysis knows holds one element -------------------
+
+@pytest.mark.parametrize(("setup", "value"), SCALAR_CASES)
+def test_item_on_a_value_that_holds_one_element_whatever_it_is_called(setup, value):
+    """What made the node decides, not the spelling: the value is `q`."""
+    fix = _fix(accumulation(setup, value=value), "TL003", FixKind.ITEM)
+    assert fix.safety is Safety.SAFE and [e.new_text for e in fix.edits] == ["q.item()"]
+
+
+@pytest.mark.parametrize(("setup", "value", "backward"), MANY_CASES)
+def test_no_item_on_a_loss_of_many_elements(setup, value, backward):
+    """A tensor named `loss` that is not a scalar: `.item()` would raise, so the
+    item fix is a suggestion and `.detach()` (valid on any tensor) is the edit."""
+    source = accumulation(setup, name="loss", value=value, backward=backward)
+    (diagnostic,) = [d for d in _diagnostics(source) if d.code == "TL003"]
+    item = [f for f in diagnostic.fixes if f.kind is FixKind.ITEM][0]
+    detach = [f for f in diagnostic.fixes if f.kind is FixKind.DETACH][0]
+    assert not item.edits
+    assert [e.new_text for e in detach.edits] == ["loss.detach()"]
+    assert diagnostic.fixes[0] is detach  # the one with an edit comes first
+
+
+@pytest.mark.parametrize(("added", "edit"), NUMBER_CASES)
+def test_a_scalar_or_a_number_is_read_out_with_float(added, edit):
+    """`.item()` and `.detach()` fail on the number; `float(v)` works on both
+    and means what `.item()` means on a one-element tensor."""
+    source = accumulation(value="F.mse_loss(model(x), y)", added=added)
+    (diagnostic,) = [d for d in _diagnostics(source) if d.code == "TL003"]
+    item = [f for f in diagnostic.fixes if f.kind is FixKind.ITEM][0]
+    detach = [f for f in diagnostic.fixes if f.kind is FixKind.DETACH][0]
+    assert item.safety is Safety.SAFE and [e.new_text for e in item.edits] == [edit]
+    assert not detach.edits
+
+
+def test_a_name_bound_to_a_scalar_or_a_number_is_read_out_with_float():
+    source = accumulation(value="F.mse_loss(model(x), y)", added="term").replace(
+        "    total += term", "    term = q if step % 2 else 0.0\n    total += term")
+    item = _fix(source, "TL003", FixKind.ITEM)
+    assert [e.new_text for e in item.edits] == ["float(term)"]
+    assert not _fix(source, "TL003", FixKind.DETACH).edits
+
+
+@pytest.mark.parametrize("added", ["q if step % 2 else None", "q if step % 2 else model(x)"])
+def test_no_edit_on_a_tensor_or_something_else(added):
+    """`None` (or a tensor of any size) in the other arm: neither `float(v)` nor
+    `.item()` nor `.detach()` is valid on every value."""
+    (diagnostic,) = [d for d in _diagnostics(accumulation(value="F.mse_loss(model(x), y)", added=added))
+                     if d.code == "TL003"]
+    detach = [f for f in diagnostic.fixes if f.kind is FixKind.DETACH][0]
+    item = [f for f in diagnostic.fixes if f.kind is FixKind.ITEM][0]
+    assert not item.edits
+    assert bool(detach.edits) is added.endswith("model(x)")  # two tensors: `.detach()` is valid on both
+
+
+def test_detach_where_hoisted_goes_on_the_tensor_arm_of_a_conditional():
+    """TL001's `.detach()` edits the expression that creates the node: in
+    `feats = w.exp() if c else 0.0` that is the tensor arm, never the number."""
+    source = ONLY_PATH.replace("(feats * 2)", "(feats * w)").replace("feats = w.exp()",
+                                                                   "feats = w.exp() if len(w) else 0.0")
+    fix = _fix(source, "TL001", FixKind.DETACH)
+    assert [e.new_text for e in fix.edits] == ["w.exp().detach()"]
+    assert [e.range.start.column for e in fix.edits] == [source.splitlines()[2].index("w.exp()")]
+
+
+# --- the carried state's detach shaped after what the analysis saw -----------------
+
+@pytest.mark.parametrize(("setup", "state", "start", "unpack", "call", "out", "edit"), CARRIED_CASES)
+def test_carried_state_detach_follows_the_layer_the_analysis_saw(setup, state, start, unpack, call, out, edit):
+    """An `nn.GRU`/`RNN` returns `(output, h)`, an `nn.LSTM` `(output, (h, c))`,
+    a `GRUCell` `h`, an `LSTMCell` `(h, c)`: the edit detaches each tensor."""
+    source = carried(setup, state, start, unpack, call, out)
+    fix = _fix(source, "TL005", FixKind.DETACH)
+    assert edit in "\n".join(e.new_text for e in fix.edits)
+
+
+@pytest.mark.parametrize(("layer", "body", "start", "edit"), FORWARD_CASES)
+def test_carried_state_returned_by_a_project_forward(layer, body, start, edit):
+    """What the project module's `forward` returns in the state's position:
+    a tensor, an `(h, c)` tuple. A state that starts as a tuple and comes back
+    as a tensor, or starts as a library's object, gets no edit."""
+    source = forward_state(layer, body, start)
+    (diagnostic,) = [d for d in _diagnostics(source) if d.code == "TL005"]
+    (fix,) = [f for f in diagnostic.fixes if f.kind is FixKind.DETACH]
+    if edit is None:
+        assert not fix.edits
+    else:
+        assert edit in "\n".join(e.new_text for e in fix.edits)

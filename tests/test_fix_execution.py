@@ -5,6 +5,9 @@ run without a new exception and leave the model learning."""
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,19 +17,41 @@ pytest.importorskip("torch")
 pytest.importorskip("numpy")
 
 import fix_harness  # noqa: E402
+import fix_programs_shapes  # noqa: E402
 from fix_harness import Target, Variant  # noqa: E402
 from fix_programs import D_STEP, G_STEP, GAN, ONLY_PATH  # noqa: E402
+from fix_programs_roles import DICT_OUT, READS_FIRST, READS_IMG, TUPLE_OUT, user_gan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 PROGRAMS = Path(__file__).resolve().parent / "engine" / "programs"
 
 
+def _shared_programs() -> dict[str, str]:
+    """The fix tests' own programs (`fix_programs*.py`): GAN steps in either
+    order, with named and with anonymous roles, a value that is a
+    backward's only way to its parameter, and the shape-chosen cases."""
+    out = {"gan_d_first": GAN.format(first=D_STEP, second=G_STEP),
+           "gan_g_first": GAN.format(first=G_STEP, second=D_STEP),
+           "only_path": ONLY_PATH, "other_path": ONLY_PATH.replace("(feats * 2)", "(feats * w)")}
+    for first in (True, False):
+        for optimizer in ("opt1", "opt2"):
+            out[f"user_gan_{first}_{optimizer}"] = user_gan(first, optimizer)
+        out[f"user_gan_{first}_tuple"] = user_gan(first, "opt2", TUPLE_OUT, READS_FIRST)
+        out[f"user_gan_{first}_dict"] = user_gan(first, "opt2", DICT_OUT, READS_IMG)
+    out.update(fix_programs_shapes.runnable())
+    return out
+
+
 def _targets() -> list[Target]:
     singles = [Target(p, p.parent) for p in sorted(FIXTURES.glob("*.py")) + sorted(PROGRAMS.glob("*.py"))]
     projects = [Target(p, project, project=True) for project in sorted((FIXTURES / "projects").iterdir())
                 if project.is_dir() for p in sorted(project.rglob("*.py"))]
-    return singles + projects
+    shared = Path(tempfile.mkdtemp(prefix="tapelint-fix-programs-"))
+    atexit.register(shutil.rmtree, shared, True)
+    for name, source in _shared_programs().items():
+        (shared / f"{name}.py").write_text(source, encoding="utf-8")
+    return singles + projects + [Target(p, shared) for p in sorted(shared.glob("*.py"))]
 
 
 TARGETS = _targets()

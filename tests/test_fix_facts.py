@@ -15,6 +15,7 @@ from fix_programs_roles import DICT_OUT, READS_IMG, user_gan
 
 from tapelint.analysis.driver import ModuleAnalysis, analyze_module
 from tapelint.analysis.findings import SharedHazard
+from tapelint.analysis.fix_facts import ModuleShapes
 from tapelint.analysis.shapes import ValueShape, expression_shape
 from tapelint.analysis.updates import BranchRole
 from tapelint.cache import decode, encode
@@ -25,11 +26,16 @@ from tapelint.settings import Settings
 PROGRAM = """\
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import somelib
 from transformers import AutoModelForCausalLM
 w = torch.ones(4, requires_grad=True)
 lstm = nn.LSTM(4, 4)
+gru = nn.GRU(4, 4)
 crit = nn.MSELoss()
+summed = nn.L1Loss(reduction="sum")
+per_sample = nn.MSELoss(reduction="none")
+legacy = nn.MSELoss(reduce=False)
 hf = AutoModelForCausalLM.from_pretrained("gpt2")
 made = somelib.Generator()
 
@@ -53,8 +59,19 @@ class Pair(nn.Module):
         return h, h.sum()
 
 
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, state):
+        h, c = state
+        return self.fc(x), (h * c, c)
+
+
 net = Net()
 pair = Pair()
+recurrent = Recurrent()
 
 
 def run(x, flag):
@@ -62,13 +79,30 @@ def run(x, flag):
     a_chunk = (w * x).chunk(2)
     a_item = (w * x).sum().item()
     a_lstm = lstm(x)
+    a_gru = gru(x)
     a_crit = crit(w * x, x)
+    a_summed = summed(w * x, x)
+    a_per_sample = per_sample(w * x, x)
+    a_legacy = legacy(w * x, x)
+    a_mean = (w * x).mean()
+    a_sum_dim = (w * x).sum(0)
+    a_torch_sum = torch.sum(w * x)
+    a_torch_sum_dim = torch.sum(w * x, 0)
+    a_f_loss = F.mse_loss(w * x, x)
+    a_f_loss_none = F.mse_loss(w * x, x, reduction="none")
+    a_arith = a_crit * 0.5 + a_mean / 2
+    a_broadcast = a_mean + w
     a_hf = hf(x)
     a_made = made(x)
     a_net = net(x)
     a_pair = pair(x)
+    a_recurrent = recurrent(x, (w, w))
+    a_state = (w * x, w.exp())
     a_dict = {"loss": a_exp}
     a_pick = a_exp if flag else 0.0
+    a_pick_scalar = a_mean if flag else 0.0
+    a_pick_none = a_exp if flag else None
+    a_or = a_mean or 0.0
     if flag:
         a_paths = a_exp.sum()
     else:
@@ -79,34 +113,70 @@ def run(x, flag):
 
 @pytest.fixture(scope="module")
 def shapes() -> dict[str, ValueShape]:
-    """Each `a_<name> = value` of `run`: the shape of the value, and of the name read at the end."""
+    """Each `a_<name> = value` of `run`: the shape of the value; `read a_<name>`,
+    of the name where it is read (its bindings joined, conditional ones by arm)."""
     module = cst.parse_module(PROGRAM)
     analysis = ModuleAnalysis(module, Settings())
     analysis.run()
     seen, bound = analysis.store.shapes, analysis.store.bound_shapes
+    reads = ModuleShapes(seen, bound, module)
     out: dict[str, ValueShape] = {}
     for node in module.body:
         if isinstance(node, cst.FunctionDef):
             for line in node.body.body:
                 stmt = line.body[0] if isinstance(line, cst.SimpleStatementLine) else None
                 if isinstance(stmt, cst.Assign) and isinstance(stmt.targets[0].target, cst.Name):
-                    out[stmt.targets[0].target.value] = expression_shape(stmt.value, seen, bound)
+                    name = stmt.targets[0].target.value
+                    out[name] = expression_shape(stmt.value, seen, bound)
+                    out["read " + name] = reads.of(cst.Name(name))
                 if isinstance(stmt, cst.Return):
                     out["returned a_paths"] = expression_shape(stmt.value, seen, bound)
     return out
 
 
-@pytest.mark.parametrize("name", ["a_exp", "a_crit", "a_net"])
-def test_one_tensor(shapes, name):
+@pytest.mark.parametrize("name", ["a_exp", "a_net", "a_per_sample", "a_legacy", "a_sum_dim", "a_torch_sum_dim",
+                                  "a_f_loss_none", "a_broadcast"])
+def test_one_tensor_of_any_size(shapes, name):
+    """Not known to hold one element: `reduction="none"` (or the legacy
+    `reduce=False`), a reduction along a dimension, a scalar plus a vector."""
     assert shapes[name] is ValueShape.TENSOR
+    assert shapes["read " + name] is ValueShape.TENSOR
 
 
-@pytest.mark.parametrize("name", ["a_chunk", "a_item", "a_lstm", "a_hf", "a_made", "a_pair", "a_dict", "a_pick"])
+@pytest.mark.parametrize("name", ["a_crit", "a_summed", "a_mean", "a_torch_sum", "a_f_loss", "a_arith"])
+def test_one_tensor_of_one_element(shapes, name):
+    """What made the node says so, whatever the variable is called: an
+    `nn.*Loss` module reducing by mean or sum, a full reduction (method or
+    function), `F.mse_loss` without `reduction`, arithmetic on such tensors."""
+    assert shapes[name] is ValueShape.SCALAR
+    assert shapes["read " + name] is ValueShape.SCALAR
+
+
+@pytest.mark.parametrize(("name", "shape"), [
+    ("a_gru", ValueShape.TUPLE), ("a_pair", ValueShape.TUPLE), ("a_state", ValueShape.TUPLE),
+    ("a_lstm", ValueShape.OUTPUT_AND_TUPLE), ("a_recurrent", ValueShape.OUTPUT_AND_TUPLE)])
+def test_tuples_of_tensors(shapes, name, shape):
+    """An `nn.GRU`'s `(output, h)`, a user module returning two tensors, a tuple
+    literal; an `nn.LSTM`'s `(output, (h, c))` and a user module returning so."""
+    assert shapes[name] is shape
+
+
+@pytest.mark.parametrize("name", ["a_chunk", "a_item", "a_hf", "a_made", "a_dict", "a_pick_none"])
 def test_anything_else_is_not_a_tensor(shapes, name):
-    """A tuple-returning op, a number, an LSTM's tuple, a library model's
-    output object, what an unknown library object returns, a user module
-    returning a tuple, a dict, and `x if c else 0.0`."""
-    assert shapes[name] is ValueShape.OTHER
+    """A tuple-returning op, a number, a library model's output object, what
+    an unknown library object returns, a dict, `x if c else None`."""
+    assert not shapes[name].tensor and not shapes["read " + name].tensor
+    assert shapes[name] not in (ValueShape.SCALAR_OR_NUMBER, ValueShape.TENSOR_OR_NUMBER)
+
+
+@pytest.mark.parametrize(("name", "shape"), [
+    ("a_pick", ValueShape.TENSOR_OR_NUMBER), ("a_pick_scalar", ValueShape.SCALAR_OR_NUMBER),
+    ("a_or", ValueShape.SCALAR_OR_NUMBER)])
+def test_a_tensor_in_one_arm_and_a_number_in_the_other(shapes, name, shape):
+    """The interpreter holds only the tensor (a number is no abstract value):
+    the name bound to the conditional is read by its arms."""
+    assert shapes[name] is shape and shapes["read " + name] is shape
+    assert not shape.tensor
 
 
 def test_a_name_bound_to_a_number_on_another_path_is_not_a_tensor(shapes):

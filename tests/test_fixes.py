@@ -185,7 +185,9 @@ def test_retain_graph_is_never_applied():
 
 def test_safe_fixes_only_touch_reported_totals():
     """Without unsafe fixes only TL003 changes: `.item()` where the total is
-    only reported, `.detach()` where it is read with `.item()`."""
+    only reported and the analysis knows each added value to hold one element
+    (`(w * w).sum()`, and `2 * loss` of it, in both arms), `.detach()` where
+    the total is read with `.item()`."""
     changed = {}
     for path, semantics in CASES:
         text, _, _ = fix_source(path.read_text(), path.name, _settings(semantics, unsafe=False))
@@ -196,7 +198,9 @@ def test_safe_fixes_only_touch_reported_totals():
         "tl003_eval_loop_without_no_grad.py": ["val_loss += F.cross_entropy(logits, y).item()"],
         "tl003_dict_metric_accumulation.py": ['metrics["loss"] += loss.detach()'],
         "tl003_total_equals_total_plus_loss.py": ["running = running + loss.detach()"],
-        "tl003_total_in_both_branches.py": ["total += loss.detach()", "total += (2 * loss).detach()"],
+        "tl003_total_in_both_branches.py": ["total += loss.item()", "total += (2 * loss).item()"],
+        "tl003_criterion_value_not_named_loss.py": ["running += q.item()"],
+        "tl003_loss_or_zero_accumulated.py": ["total += float(term)"],
     }
 
 

@@ -56,7 +56,7 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     analysis.run()
     hazards = with_roles(analysis.results(), analysis.steps)
     found = relocate(hazards, analysis.program, analysis.contexts())
-    found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes)
+    found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes, module)
     remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
     analysis.store.release()
     analysis.program.release()

@@ -104,6 +104,10 @@ class CarriedHazard(ReuseHazard):
     # Where the user acts, when it is not the definition: a carried value
     # created inside a function the loop calls is reported at that call.
     anchor: Optional[cst.CSTNode]
+    # Set by `analysis.fix_facts` once the module is interpreted: for each
+    # binding of `value` in the module, (bound expression, position unpacked
+    # or None, the shape of what it binds): what the detach fix shapes itself after.
+    binding_shapes: tuple[tuple[cst.CSTNode, Optional[int], ValueShape], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,11 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis.anchors import Located
-from tapelint.analysis.findings import AccumulationHazard, Hazard, HoistedHazard, SharedHazard
-from tapelint.analysis.shapes import ValueShape, expression_shape
+from tapelint.analysis.findings import AccumulationHazard, CarriedHazard, Hazard, HoistedHazard, SharedHazard
+from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.names import bindings
+from tapelint.analysis.shapes import ValueShape, expression_shape, joined
+from tapelint.analysis.syntax import walk_statements
 from tapelint.analysis.torch_api import callee_name
 from tapelint.analysis.updates import StepLog, branch_role
 
@@ -40,38 +43,88 @@ def with_roles(hazards: Sequence[Hazard], steps: StepLog) -> list[Hazard]:
 
 
 def with_shapes(found: Sequence[Located], seen: Mapping[cst.CSTNode, ValueShape],
-                bound: Mapping[str, ValueShape]) -> list[Located]:
+                bound: Mapping[str, ValueShape], module: cst.Module) -> list[Located]:
     """Each hazard with the shape of the expression its fixes would edit
-    (placed in the linted module: after `anchors.relocate`)."""
+    (placed in the linted `module`: after `anchors.relocate`)."""
+    shapes = ModuleShapes(seen, bound, module)
     out = []
     for item in found:
         hazard = item.hazard
         if isinstance(hazard, HoistedHazard):
-            hazard = replace(hazard, definition_shape=_shape(hazard.definition, seen, bound))
+            hazard = replace(hazard, definition_shape=shapes.of(hazard.definition))
         elif isinstance(hazard, AccumulationHazard):
-            hazard = _with_value_shape(hazard, seen, bound)
+            hazard = _with_value_shape(hazard, shapes)
         elif isinstance(hazard, SharedHazard):
-            sample = bound.get(hazard.value, ValueShape.OTHER) if hazard.value.isidentifier() else ValueShape.OTHER
-            if _shape(hazard.definition, seen, bound) is not ValueShape.TENSOR:
+            sample = shapes.of(cst.Name(hazard.value)) if hazard.value.isidentifier() else ValueShape.OTHER
+            if not shapes.of(hazard.definition).tensor:
                 sample = ValueShape.OTHER
             hazard = replace(hazard, sample_shape=sample)
+        elif isinstance(hazard, CarriedHazard):
+            hazard = replace(hazard, binding_shapes=shapes.bindings(hazard.value))
         out.append(item if hazard is item.hazard else replace(item, hazard=hazard))
     return out
 
 
-def _with_value_shape(hazard: AccumulationHazard, seen: Mapping[cst.CSTNode, ValueShape],
-                      bound: Mapping[str, ValueShape]) -> AccumulationHazard:
+def _with_value_shape(hazard: AccumulationHazard, shapes: ModuleShapes) -> AccumulationHazard:
     """The hazard and the other statements adding into its total (`also`), each
     with the shape of what it adds: a merged fix edits every one of them."""
-    also = tuple(_with_value_shape(other, seen, bound) for other in hazard.also)
-    return replace(hazard, value_shape=_shape(accumulated_value(hazard), seen, bound), also=also)
+    also = tuple(_with_value_shape(other, shapes) for other in hazard.also)
+    return replace(hazard, value_shape=shapes.of(accumulated_value(hazard)), also=also)
 
 
-def _shape(expr: Optional[cst.CSTNode], seen: Mapping[cst.CSTNode, ValueShape],
-           bound: Mapping[str, ValueShape]) -> ValueShape:
-    if not isinstance(expr, cst.BaseExpression):
-        return ValueShape.OTHER
-    return expression_shape(expr, seen, bound)
+class ModuleShapes:
+    """The shapes of one module's expressions (`analysis.shapes`). A name
+    bound to `a if c else b` (or `a or b`) holds what either arm holds, but a
+    number arm adds no abstract value: the binding's own arms are read, so
+    `v = loss if c else 0.0` makes `v` a tensor or a number."""
+
+    def __init__(self, seen: Mapping[cst.CSTNode, ValueShape], bound: Mapping[str, ValueShape],
+                 module: cst.Module) -> None:
+        self.seen, self.bound, self.module = seen, bound, module
+        self._conditional: Optional[dict[str, list[cst.BaseExpression]]] = None
+
+    def of(self, expr: Optional[cst.CSTNode]) -> ValueShape:
+        if not isinstance(expr, cst.BaseExpression):
+            return ValueShape.OTHER
+        shape = expression_shape(expr, self.seen, self.bound)
+        key = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        if key is None or shape is ValueShape.OTHER:
+            return shape
+        for value in self.conditional.get(key, ()):
+            shape = joined(shape, expression_shape(value, self.seen, self.bound))
+        return shape
+
+    def bindings(self, name: str) -> tuple[tuple[cst.CSTNode, Optional[int], ValueShape], ...]:
+        """Each binding of `name` (a name or `self.x`) in the module: what it
+        binds, and at which position of an unpacking target (`out, h = gru(x, h)`:
+        the second element of what the GRU returns)."""
+        out = []
+        for value, index in bindings(self.module, name):
+            if value is None:
+                continue
+            shape = self.of(value)
+            if index is not None:
+                elements = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+                if elements is not None:
+                    shape = self.of(elements[index].value) if index < len(elements) else ValueShape.OTHER
+                else:
+                    shape = shape.element(index)
+            out.append((value, index, shape))
+        return tuple(out)
+
+    @property
+    def conditional(self) -> dict[str, list[cst.BaseExpression]]:
+        """Each name or attribute path assigned a conditional expression, indexed once per module."""
+        if self._conditional is None:
+            self._conditional = {}
+            for node in walk_statements(self.module.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(
+                        node.value, (cst.IfExp, cst.BooleanOperation)):
+                    for target in (node.targets if isinstance(node, cst.Assign) else (node,)):
+                        key = dotted_name(target.target)
+                        if key is not None:
+                            self._conditional.setdefault(key, []).append(node.value)
+        return self._conditional
 
 
 def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:

@@ -71,6 +71,11 @@ class AbstractNode:
     accumulator: bool = False  # created by `total += x` in a loop (TL003)
     context: tuple = ()  # the chain of inlined calls it was created under
     distribution: bool = False  # a `torch.distributions` object: its samples are data (`torch_api`)
+    # What made it, for the fixes (`analysis.shapes`): the torch layers whose call it is
+    # (`ModuleRef`s: their class, and where each was built with which `reduction`), and
+    # whether it is a full reduction or a reducing loss call (one element).
+    made_by: frozenset = frozenset()
+    reduces_all: bool = False
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"
@@ -175,14 +180,15 @@ def tuple_of(items: Iterable[frozenset]) -> TupleVal:
     depth = 1 + max((v.depth for item in items for v in item if isinstance(v, TupleVal)), default=0)
     if depth <= MAX_TUPLE_DEPTH:
         return TupleVal(items, depth)
-    return TupleVal(tuple(frozenset(_spread(item)) for item in items), 1)
+    return TupleVal(tuple(frozenset(spread(item)) for item in items), 1)
 
 
-def _spread(values: frozenset) -> Iterator:
+def spread(values: frozenset) -> Iterator:
+    """The values, with each tuple among them replaced by its elements, at any depth."""
     for value in values:
         if isinstance(value, TupleVal):
             for item in value.items:
-                yield from _spread(item)
+                yield from spread(item)
         else:
             yield value
 

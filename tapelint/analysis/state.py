@@ -31,6 +31,7 @@ from tapelint.analysis.model import (
     StepEvent,
     TupleVal,
     Value,
+    spread,
 )
 from tapelint.analysis.paths import NO_FACTS, Facts, consistent, mentions
 
@@ -209,7 +210,7 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
             env[name] = vals  # nothing created in the loop: the same values next iteration
             continue
         carried = frozenset(stand_in(v, loop) for v in vals)
-        for value in carried:
+        for value in spread(carried):  # `state` holding an LSTM's `(h, c)` carries both
             if isinstance(value, Carried) and value.name is None and not name.startswith("<"):
                 value.name = name
         env[name] = carried

@@ -22,12 +22,6 @@ FACTORIES = frozenset(
         "randint_like", "Tensor", "FloatTensor", "LongTensor", "scalar_tensor", "tril_indices",
     )
 )
-# Constructors whose result keeps the shape asked for: a carried state built by
-# one of them is one tensor (TL005's detach edit).
-SHAPED_FACTORIES = frozenset(
-    ["zeros", "ones", "randn", "rand", "empty", "full", "tensor",
-     "zeros_like", "ones_like", "randn_like", "rand_like", "empty_like", "full_like"]
-)
 NO_GRAD_CONTEXTS = frozenset(
     ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
      "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode")

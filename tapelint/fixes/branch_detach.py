@@ -13,7 +13,6 @@ import libcst as cst
 from tapelint.analysis.findings import SharedHazard
 from tapelint.analysis.model import BackwardEvent
 from tapelint.analysis.names import calls_in
-from tapelint.analysis.shapes import ValueShape
 from tapelint.analysis.updates import BranchRole
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
@@ -53,7 +52,7 @@ def branch_detach_edits(hazard: SharedHazard, ctx: SourceContext) -> tuple[Edit,
     and when that loss still reaches a trainable leaf without the shared
     value (a bare `h.sum()` would not: no edit)."""
     event = detached_branch(hazard, ctx)
-    if event is None or hazard.sample_shape is not ValueShape.TENSOR or not hazard.value.isidentifier():
+    if event is None or not hazard.sample_shape.tensor or not hazard.value.isidentifier():
         return ()
     statement = backward_statement(ctx, event.call)
     name = loss_name(event)

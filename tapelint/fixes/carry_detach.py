@@ -10,7 +10,7 @@ import libcst as cst
 
 from tapelint.analysis.findings import CarriedHazard
 from tapelint.analysis.names import bindings, declared_outer
-from tapelint.analysis.torch_api import SHAPED_FACTORIES, TENSOR_STATE_MODULES, TUPLE_STATE_MODULES, callee_name
+from tapelint.analysis.shapes import ValueShape
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import builder, insert_before
@@ -26,10 +26,9 @@ def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit,
     """`h = h.detach()` as the first statement of each iteration: the loop body,
     or for a step method (`self.h` carried between calls) the method body.
     `tuple(t.detach() for t in h)` for a tuple state, and guarded by `if h is
-    not None:` when the value starts as None. The shape is read from what the
-    value is bound to (a literal, a tensor factory, an `nn.RNN`/`GRU` or `LSTM`
-    constructed in this module) assuming, as the loop itself does when it feeds
-    the value back, that it keeps its shape; unknown or conflicting: no edit."""
+    not None:` when the value starts as None. The shape is what the analysis
+    saw bound to the value at each of its bindings in the scope (`_shape`);
+    unknown or conflicting: no edit."""
     loop = hazard.loop
     name = hazard.value
     attribute = name.startswith("self.") and name[5:].isidentifier()
@@ -55,8 +54,8 @@ def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit,
     if declared_outer(scope, name):
         scope = ctx.module  # `global h`/`nonlocal h`: its other bindings live outside
     found = bindings(scope, name)
-    shapes = {_shape(ctx, value, index) for value, index in found if not _is_none(value)} - {None}
-    if len(shapes) != 1:
+    shapes = {_shape(hazard, value, index) for value, index in found if value is not None and not _is_none(value)}
+    if len(shapes) != 1 or None in shapes:
         return ()
     shape = shapes.pop()
     detached = f"tuple(t.detach() for t in {name})" if shape is Shape.TUPLE else f"{name}.detach()"
@@ -87,42 +86,14 @@ def _is_none(value: Optional[cst.BaseExpression]) -> bool:
     return isinstance(value, cst.Name) and value.value == "None"
 
 
-def _shape(ctx: SourceContext, value: Optional[cst.BaseExpression], index: Optional[int]) -> Optional[Shape]:
-    """The shape of a binding, None when it cannot be told."""
-    if value is None:
-        return None
-    if index is not None:
-        if isinstance(value, (cst.Tuple, cst.List)) and index < len(value.elements):
-            return _shape(ctx, value.elements[index].value, None)
-        # `out, h = rnn(x, h)`: the state is the second result of an nn.RNN/GRU/LSTM.
-        module = _module_class(ctx, value) if index == 1 else None
-        if module in TENSOR_STATE_MODULES and not module.endswith("Cell"):
-            return Shape.TENSOR
-        if module == "LSTM":
-            return Shape.TUPLE
-        return None
-    if isinstance(value, (cst.Tuple, cst.List)):
-        return Shape.TUPLE
-    if isinstance(value, cst.Call):
-        name = callee_name(value)
-        if isinstance(value.func, cst.Attribute) and name in SHAPED_FACTORIES:
-            return Shape.TENSOR
-        module = _module_class(ctx, value)
-        if module in ("RNNCell", "GRUCell"):
-            return Shape.TENSOR
-        if module == "LSTMCell":
-            return Shape.TUPLE
-        return None
-    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
-        return Shape.TENSOR
+def _shape(hazard: CarriedHazard, value: cst.BaseExpression, index: Optional[int]) -> Optional[Shape]:
+    """The shape of one binding as the analysis saw it (`CarriedHazard.binding_shapes`:
+    the state an `nn.GRU` returns second is a tensor, an `nn.LSTM`'s an `(h, c)`
+    tuple, as is what a project module's `forward` returns there), None when
+    it is neither."""
+    for bound, position, shape in hazard.binding_shapes:
+        if bound is value and position == index:
+            if shape.tensor:
+                return Shape.TENSOR
+            return Shape.TUPLE if shape is ValueShape.TUPLE else None
     return None
-
-
-def _module_class(ctx: SourceContext, call: cst.BaseExpression) -> Optional[str]:
-    """`rnn(x, h)` with `rnn = nn.RNN(...)` (or `self.rnn = ...`) in this module -> "RNN"."""
-    if not isinstance(call, cst.Call):
-        return None
-    name = callee_name(call)
-    classes = {callee_name(v) for v in ctx.assigned.get(name, []) if isinstance(v, cst.Call)}
-    known = classes & (TENSOR_STATE_MODULES | TUPLE_STATE_MODULES)
-    return known.pop() if len(classes) == 1 and known else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from tapelint.analysis.findings import HoistedHazard
-from tapelint.analysis.shapes import ValueShape
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import builder, method_call_text
@@ -21,7 +20,7 @@ def definition_detach_edits(hazard: HoistedHazard, ctx: SourceContext) -> tuple[
     function the loop's code calls (`Net.forward`: the edit would change
     every caller) other than an `__init__` caching it."""
     definition = hazard.definition
-    if hazard.definition_shape is not ValueShape.TENSOR:
+    if not hazard.definition_shape.tensor:
         return ()
     events = (hazard.first_backward, hazard.fails_at)
     if any(not reaches_leaf_without(e, definition) for e in events):

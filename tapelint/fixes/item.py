@@ -5,21 +5,13 @@ every other use of the total allows it."""
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
 
 import libcst as cst
 
 from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.fix_facts import accumulated_value
 from tapelint.analysis.shapes import ValueShape
-from tapelint.analysis.torch_api import (
-    LOSS_FUNCTIONS,
-    NUMBER_CALLS,
-    REDUCING_CALLS,
-    TENSOR_READS,
-    callee_name,
-    only_reports,
-)
+from tapelint.analysis.torch_api import NUMBER_CALLS, REDUCING_CALLS, TENSOR_READS, callee_name, only_reports
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text
@@ -51,15 +43,21 @@ def accumulation_fixes(hazard: AccumulationHazard, ctx: SourceContext, item: str
 def _verdict(hazard: AccumulationHazard, ctx: SourceContext) -> tuple[bool, bool]:
     """(`.item()` is safe, `.detach()` is safe)."""
     use = total_use(hazard, ctx)
-    return use is TotalUse.NUMERIC and scalar_like(hazard, ctx), use is not TotalUse.OTHER
+    return use is TotalUse.NUMERIC and scalar_like(hazard), use is not TotalUse.OTHER
 
 
 @guarded(NO_EDITS)
 def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) -> tuple[Edit, ...]:
     value = accumulated_value(hazard)
-    if value is None or hazard.value_shape is not ValueShape.TENSOR:
-        return ()  # possibly a number, a dict, a list: neither method exists there
-    return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),)
+    if value is None:
+        return ()
+    if method == "detach":
+        # possibly a number, a dict, a list: `.detach()` exists on none of them
+        return (Edit(ctx.range_of(value), method_call_text(ctx, value, method)),) if hazard.value_shape.tensor else ()
+    read = _NUMBER_READS.get(hazard.value_shape)
+    if read == "float":
+        return (Edit(ctx.range_of(value), f"float({ctx.code_of(value)})"),)
+    return (Edit(ctx.range_of(value), method_call_text(ctx, value, read)),) if read else ()
 
 
 def total_use(hazard: AccumulationHazard, ctx: SourceContext) -> TotalUse:
@@ -135,31 +133,15 @@ def _use_kind(ctx: SourceContext, node: cst.CSTNode, as_list: bool) -> TotalUse:
             return TotalUse.OTHER
 
 
-def scalar_like(hazard: AccumulationHazard, ctx: SourceContext) -> bool:
-    """Is the accumulated value known to hold one element (so `.item()` works)?
-    A full `.sum()`/`.mean()`, a loss function, or a call of an `nn.*Loss`
-    object, none with `reduction="none"`."""
-    value: Optional[cst.CSTNode] = accumulated_value(hazard)
-    if isinstance(value, cst.Name):
-        value = hazard.definition
-    if not isinstance(value, cst.Call) or _keeps_elements(value):
-        return False
-    name = callee_name(value)
-    if isinstance(value.func, cst.Attribute) and name in ("sum", "mean") and not value.args:
-        return True
-    if "loss" in name.lower() or name in LOSS_FUNCTIONS:
-        return True
-    constructors = [
-        v for v in ctx.assigned.get(name, []) if isinstance(v, cst.Call) and callee_name(v).endswith("Loss")
-    ]
-    return bool(constructors) and not any(_keeps_elements(c) for c in constructors)
+def scalar_like(hazard: AccumulationHazard) -> bool:
+    """Is the accumulated value known to hold one element, so that reading it
+    out as a number works (the analysis's `value_shape`: a full reduction, a
+    reducing loss function or `nn.*Loss` module, arithmetic on those; or such
+    a tensor or a number, for which `float(v)` works)? Every statement adding
+    into the total must be: the fix edits each."""
+    return all(h.value_shape in _NUMBER_READS for h in (hazard, *hazard.also))
 
 
-def _keeps_elements(call: cst.Call) -> bool:
-    """`reduction="none"` (or any reduction that is not a plain string)."""
-    return any(
-        a.keyword is not None
-        and a.keyword.value == "reduction"
-        and not (isinstance(a.value, cst.SimpleString) and a.value.evaluated_value in ("mean", "sum"))
-        for a in call.args
-    )
+# How a value of each shape is read out as a number (`.item()`: a tensor of one
+# element; `float(v)`: that or a Python number, as `loss if c else 0.0` is).
+_NUMBER_READS = {ValueShape.SCALAR: "item", ValueShape.SCALAR_OR_NUMBER: "float"}

@@ -11,7 +11,18 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, GraphValue, ModuleRef, Retains, Tracked
+from tapelint.analysis.model import (
+    OPAQUE,
+    AbstractNode,
+    Carried,
+    GraphValue,
+    ModuleRef,
+    Retains,
+    Tracked,
+    Value,
+    tuple_of,
+)
+from tapelint.analysis.shapes import reduces_to_one
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
 from tapelint.analysis.torch_api import literal_bool
@@ -59,6 +70,7 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     if not parents:
         return EMPTY
     node = store.node(frame, state, call, last, parents, ops.function_saves(last))
+    node.reduces_all = reduces_to_one(call, last, method=False)
     if torch_api.is_distribution_class(name):
         node.distribution = True
     return frozenset((node,))
@@ -94,6 +106,21 @@ def _walk_argument(call: cst.Call, keyword: str, position: int) -> Optional[cst.
         return value
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     return positional[position] if len(positional) > position else None
+def layer_result(module: ModuleRef, node: AbstractNode) -> Value:
+    """What a call of `module` returns, given its node (kept on the node:
+    `made_by`): the node, or for a torch recurrent layer the tuple it
+    returns with the node at each position — `(output, h)` of an `nn.RNN`/
+    `GRU`, `(h, c)` of an `nn.LSTMCell`, `(output, (h, c))` of an `nn.LSTM` —
+    so that what unpacks it gets the part it names (`analysis.shapes`)."""
+    node.made_by |= {module}
+    if module.user_class is not None:
+        return node
+    one = frozenset((node,))
+    if module.class_name in ("RNN", "GRU", "LSTMCell"):
+        return tuple_of((one, one))
+    if module.class_name == "LSTM":
+        return tuple_of((one, frozenset((tuple_of((one, one)),))))
+    return node
 
 
 def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
@@ -122,6 +149,7 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
         return frozenset(tensors)
     parents = list(tensors) + [p for _, v in args for p in frame.graph_values(v, state)]
     node = frame.store.node(frame, state, call, method, parents, ops.function_saves(method))
+    node.reduces_all = reduces_to_one(call, method, method=True)
     if method.endswith("_") and not method.endswith("__"):
         key = frame.target_key(func.value)
         if key is not None:
