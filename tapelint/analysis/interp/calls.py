@@ -190,8 +190,9 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         elif isinstance(value, SelfRef) and owner is not None and method == "optimizers" \
                 and "configure_optimizers" in owner.methods:
             # Lightning's `self.optimizers()`: what the module's own `configure_optimizers()` built.
-            returned = inline(frame, call, owner.methods["configure_optimizers"], [], state, owner=owner)
-            out |= staleness.configured_optimizers(returned, state)
+            configure = owner.methods["configure_optimizers"]
+            returned = inline(frame, call, configure, [], state, owner=owner)
+            out |= staleness.configured_optimizers(returned, state, configure)
         elif isinstance(value, ModuleRef):
             out |= module_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ListRef):
