@@ -47,7 +47,12 @@ def _reported_elsewhere(diagnostic: Diagnostic, reported: dict[tuple[str, str], 
     paths = {p[1] for p in foreign}
     if len(paths) != 1 or not {p[0] for p in places if p[1] == here} <= {p[0] for p in foreign}:
         return False
-    return any(foreign <= other for other in reported.get((diagnostic.code, paths.pop()), ()))
+    # The walks and steps say which hazard it is; the value each analysis
+    # names may be another node of the same shared graph (`values` or the
+    # expression it came from), so a definition only needs to be there.
+    walks = {p for p in foreign if p[0] is not Role.DEFINITION}
+    return bool(walks) and any(walks <= other and Role.DEFINITION in {p[0] for p in other}
+                               for other in reported.get((diagnostic.code, paths.pop()), ()))
 
 
 def _places(diagnostic: Diagnostic) -> list[_Place]:
