@@ -14,7 +14,7 @@ import libcst as cst
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.statements import note_accumulation
-from tapelint.analysis.interp.torch_calls import backward, layer_result, tensor_method, torch_call
+from tapelint.analysis.interp.torch_calls import backward, tensor_method, torch_call
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -431,7 +431,8 @@ def module_call(frame: Frame, call: cst.Call, func: cst.BaseExpression, module: 
         tracked = Tracked.YES
         parents.append(frame.store.parameter_leaf(module))
     label = f"{dotted_name(func) or module.class_name}(...)"
-    return layer_result(module, frame.store.node(frame, state, call, label, parents, module.saves, tracked))
+    node = frame.store.node(frame, state, call, label, parents, module.saves, tracked)
+    return frozenset((node,))
 
 
 def _freezes_itself(info: ClassInfo) -> bool:

@@ -11,9 +11,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.model import (
-    OPAQUE, AbstractNode, Carried, GraphValue, ModuleRef, Retains, Tracked, TupleVal, tuple_of,
-)
+from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, GraphValue, ModuleRef, Retains, Tracked
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import keyword_value
 from tapelint.analysis.torch_api import literal_bool
@@ -67,8 +65,6 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
 def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
                   state: State) -> Vals:
     """`t.<method>(...)` on tensors known to the analysis."""
-    if method == "detach_":
-        _detach_in_place(frame, call, func.value, state)
     if method in ops.UNTRACKING:
         return EMPTY
     if method in torch_api.DISTRIBUTION_SAMPLERS and all(_distribution(t) for t in tensors):
@@ -97,53 +93,6 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
         if key is not None:
             state.env[key] = frozenset((node,))
     return frozenset((node,))
-
-
-def _detach_in_place(frame: Frame, call: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
-    """`h.detach_()`, `hidden[0].detach_()`: the tensor itself loses its
-    history, so what names it (the variable, or that position of the tuple
-    the variable holds) holds a tensor without history from here on."""
-    detached = frozenset((frame.store.node(frame, state, call, "detach_", (), Saves.NOTHING, Tracked.NO, leaf=True),))
-    if type(receiver) in (cst.Name, cst.Attribute):
-        frame.bind(receiver, detached, state)
-        return
-    index = _literal_position(receiver)
-    if index is None or type(receiver.value) not in (cst.Name, cst.Attribute):  # type: ignore[attr-defined]
-        return
-    held = frame.eval(receiver.value, state)  # type: ignore[attr-defined]
-    if any(isinstance(v, TupleVal) and -len(v.items) <= index < len(v.items) for v in held):
-        frame.bind(receiver.value, frozenset(_with_position(v, index, detached) for v in held), state)  # type: ignore[attr-defined]
-
-
-def _literal_position(expr: cst.BaseExpression) -> Optional[int]:
-    """The literal position `t[1]` reads, if that is all it reads."""
-    if type(expr) is not cst.Subscript or len(expr.slice) != 1:
-        return None
-    element = expr.slice[0].slice
-    if type(element) is cst.Index and type(element.value) is cst.Integer:
-        return int(element.value.value, 0)
-    return None
-
-
-def _with_position(value: object, index: int, item: Vals) -> object:
-    """A tuple with `item` at `index` (any other value as it is)."""
-    if not isinstance(value, TupleVal) or not -len(value.items) <= index < len(value.items):
-        return value
-    items = list(value.items)
-    items[index] = item
-    return tuple_of(items)
-
-
-def layer_result(module: ModuleRef, node: AbstractNode) -> Vals:
-    """What calling a torch layer returns: one node, or for a layer that
-    returns a tuple (`out, (h, c) = lstm(x, hidden)`) that node at each
-    position, so a position can be replaced on its own (`hidden[0].detach_()`)."""
-    one = frozenset((node,))
-    if module.class_name == "LSTM":
-        return frozenset((tuple_of((one, frozenset((tuple_of((one, one)),)))),))
-    if module.class_name in ops.TUPLE_LAYERS:
-        return frozenset((tuple_of((one, one)),))
-    return one
 
 
 def _distribution(value: GraphValue) -> bool:
