@@ -105,7 +105,8 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
         return verdict("refuted", "the program ran without a graph-reuse error")
     if diagnostic.code == "TL007" and semantics is Semantics.TORCH and report.error_kind != "inplace":
         return verdict("refuted", f"it failed with {report.error_kind}, not the in-place modification error")
-    if fails_at is None or report.line != fails_at.range.start.line:
+    # one hazard walked by several backwards (the arms of an if) names each as `fails-at`
+    if fails_at is None or report.line not in {r.range.start.line for r in diagnostic.related if r.role is Role.FAILS_AT}:
         return verdict("refuted", f"it failed at line {report.line}, not at the predicted backward")
     if definition is None or report.node_line is None:
         return verdict("confirmed")

@@ -54,6 +54,7 @@ from tapelint.diagnostics import FileError, FileResult
 from tapelint.document import lint_document
 from tapelint.files import SourceError, decode_source, read_bytes, read_source
 from tapelint.lint import TOO_DEEP
+from tapelint.rules.across_files import without_callee_copies
 from tapelint.settings import Settings
 
 try:
@@ -124,7 +125,9 @@ def lint_files(files: Sequence[str], settings: Settings | Sequence[Settings], jo
                             max(1, min(jobs, len(todo))), record=cache is not None)
         for index, outcome in zip(todo, fresh):
             known[index] = _stored(cache, files[index], per_file[index], outcome)
-    return RunResult(tuple(known[index] for index in range(len(files))))
+    outcomes = [known[index] for index in range(len(files))]
+    results = without_callee_copies([outcome.result for outcome in outcomes])
+    return RunResult(tuple(replace(outcome, result=result) for outcome, result in zip(outcomes, results)))
 
 
 def _stored(cache: Optional[ResultCache], path: str, settings: Settings, outcome: Outcome) -> Outcome:

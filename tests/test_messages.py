@@ -106,3 +106,39 @@ def test_a_step_in_another_file_is_related_in_that_file() -> None:
     assert "that `update(optimizer_D, ...)` at line 21 changes in place" in d.message
     other = sorted((r.role.value, Path(r.path).name, r.range.start.line) for r in d.related if r.path != d.path)
     assert other == [("fails-at", "utils.py", 4), ("step", "utils.py", 5)]
+
+
+def test_a_hazard_wholly_in_a_trainer_method_is_reported_once_in_its_file() -> None:
+    """One hazard, one finding across files: the trainer method's own file
+    reports it; the loop file that calls the method adds no copy at its call."""
+    [d] = project("tl002_trainer_method_called_from_loop_file", "TL002")
+    assert Path(d.path).name == "agent.py" and d.range.start.line == 22
+    assert d.message.startswith("`estimates` (line 16) is shared by the backward at line 20 and the one at line 22")
+
+
+def test_a_hazard_only_the_caller_sees_is_kept_at_its_call(tmp_path: Path) -> None:
+    """The callee's own analysis does not know its `model` parameter is a
+    module, so only the call that passes one finds the reuse: that finding
+    stays, with the callee's lines as related locations."""
+    (tmp_path / "utils.py").write_text(
+        "def fit(model, x):\n    out = model(x)\n    out.sum().backward()\n    out.mean().backward()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nfrom utils import fit\n\nfit(nn.Linear(3, 1), torch.randn(2, 3))\n")
+    run = lint_files(sorted(str(p) for p in tmp_path.glob("*.py")), STRICT, jobs=1)
+    [d] = [d for r in run.results for d in r.diagnostics]
+    assert (Path(d.path).name, d.code, d.range.start.line) == ("train.py", "TL002", 6)
+    assert {(r.role, Path(r.path).name, r.range.start.line) for r in d.related} >= {
+        (Role.FIRST_BACKWARD, "utils.py", 3), (Role.FAILS_AT, "utils.py", 4)}
+
+
+def test_a_value_backwarded_in_either_arm_is_one_finding() -> None:
+    """Hoisted or carried, a value walked by the backward of one arm and then,
+    on a later iteration, by the other arm's is one hazard: both walks are
+    its `fails-at` locations."""
+    for name, code in (("tl005_carried_state_backwarded_in_either_arm.py", "TL005"),):
+        path = FIXTURES_DIR / name
+        found = lint_source(path.read_text(encoding="utf-8"), str(path), STRICT).diagnostics
+        [d] = found
+        assert d.code == code and d.fails_under == (Semantics.TORCH, Semantics.STRICT)
+        assert sorted(r.range.start.line for r in d.related if r.role is Role.FAILS_AT) == (
+            [16, 18] if code == "TL001" else [18, 20])

@@ -212,7 +212,7 @@ class GAN(L.LightningModule):
 """
 
 
-@pytest.mark.parametrize("returned", ["opt_g, opt_d", "(opt_g, opt_d)",
+@pytest.mark.parametrize("returned", ["opt_g, opt_d", "(opt_g, opt_d)", "[opt_g, opt_d], []", "[opt_g, opt_d]",
                                       "{'optimizer': opt_g}, {'optimizer': opt_d, 'lr_scheduler': None}"])
 def test_lightning_optimizers_are_what_configure_optimizers_returned(returned: str) -> None:
     """The library's `self.optimizers()` (no stand-in class): the step of `opt_d`
@@ -223,11 +223,14 @@ def test_lightning_optimizers_are_what_configure_optimizers_returned(returned: s
 
 
 def test_a_list_of_optimizers_steps_only_what_every_element_updates() -> None:
-    """`return [opt_g, opt_d], []`: the list's elements are joined, so which one
-    `opt_d` is stays unknown, and a step makes stale only what both would."""
-    assert not stale(LIGHTNING_GAN.format(stepped="opt_d", returned="[opt_g, opt_d], []"))
-    shared = LIGHTNING_GAN.replace("torch.optim.Adam(self.g.parameters())", "torch.optim.Adam(self.parameters())")
-    assert stale(shared.format(stepped="opt_d", returned="[opt_g, opt_d], []"))
+    """A list whose literal does not say which element is which optimizer
+    (built by appends): its elements are joined, so which one `opt_d` is stays
+    unknown, and a step makes stale only what both would."""
+    appended = "opts = []\n        opts.append(opt_g)\n        opts.append(opt_d)\n        return opts, []"
+    built = LIGHTNING_GAN.replace("        return {returned}", "        " + appended)
+    assert not stale(built.format(stepped="opt_d"))
+    shared = built.replace("torch.optim.Adam(self.g.parameters())", "torch.optim.Adam(self.parameters())")
+    assert stale(shared.format(stepped="opt_d"))
 
 
 def test_a_step_of_one_of_two_optimizers_picked_by_a_branch() -> None:

@@ -40,7 +40,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.staleness import module_name, stale_walks
 from tapelint.analysis.state import Key, State
 from tapelint.analysis.store import StoreView
-from tapelint.analysis.syntax import keyword_arg
+from tapelint.analysis.syntax import keyword_arg, walk_nodes
 from tapelint.analysis.walks import key_of, steps, walk
 from tapelint.ops import Saves
 
@@ -285,31 +285,95 @@ def one_per_cause(found: Sequence[tuple[Optional[AbstractNode], Hazard]]) -> lis
     apart (each is reported under its own)."""
     out: list[Hazard] = []
     by_cause: dict[tuple, int] = {}
-    by_node: dict[int, int] = {}  # a node's TL001/TL005 hazard
+    by_node: dict[int, list[int]] = {}  # a node's TL001/TL005 hazards
     first = [(n, h) for n, h in found if isinstance(h, (HoistedHazard, CarriedHazard))]
     for node, hazard in first + [(n, h) for n, h in found if not isinstance(h, (HoistedHazard, CarriedHazard))]:
         if not isinstance(hazard, ReuseHazard) or node is None:
             out.append(hazard)
             continue
-        verdict = (hazard.fails_under_torch, hazard.retained)
+        verdict = _verdict(hazard)
         cause = (hazard.kind, id(node), hazard.first_backward.call, verdict)
         host = by_cause.get(cause)
-        if host is None and isinstance(hazard, (SharedHazard, RepeatedHazard)) and hazard.loop is not None:
-            host = by_node.get(id(node))  # walked again on a later iteration: the hoisted or carried value
+        if host is None and isinstance(hazard, (SharedHazard, RepeatedHazard)):
+            hosts = by_node.get(id(node), [])
+            host = next((i for i in hosts if _verdict(out[i]) == verdict), hosts[0] if hosts else None)
             hosted = out[host] if host is not None else None
-            if not isinstance(hosted, ReuseHazard) or (hosted.fails_under_torch, hosted.retained) != verdict:
+            if not isinstance(hosted, ReuseHazard) or not _walked_again_later(hazard, hosted):
                 host = None
+            elif _verdict(hosted) != verdict and not (hosted.fails_under_torch and not hazard.fails_under_torch):
+                # (a strict-only walk into what the host reports under both says nothing more)
+                if hazard.loop is not None or not hazard.fails_under_torch:
+                    host = None  # each fails under its own semantics
+                else:  # the other arm's walk frees it without retaining: PyTorch fails too
+                    out[host] = replace(hosted, fails_under_torch=True, saves_assumed=hazard.saves_assumed,
+                                        retained=False, first_backward=hazard.first_backward)
+        if host is None and isinstance(hazard, (HoistedHazard, CarriedHazard)):
+            host = _same_definition(hazard, out, by_node.get(id(node), []))
+            if host is not None:
+                by_cause[cause] = host
+                kept = out[host]
+                assert isinstance(kept, ReuseHazard)
+                if hazard.fails_under_torch and not kept.fails_under_torch:
+                    out[host], hazard = hazard, kept  # the walk that frees it without retaining says more
         if host is None:
             by_cause[cause] = len(out)
             if isinstance(hazard, (HoistedHazard, CarriedHazard)):
-                by_node.setdefault(id(node), len(out))
+                by_node.setdefault(id(node), []).append(len(out))
             out.append(hazard)
             continue
         kept = out[host]
         assert isinstance(kept, ReuseHazard)
-        if hazard.fails_at is not kept.fails_at and hazard.fails_at not in kept.also_fails_at:
-            out[host] = replace(kept, also_fails_at=kept.also_fails_at + (hazard.fails_at,))
+        more = tuple(e for e in dict.fromkeys((hazard.fails_at,) + hazard.also_fails_at)
+                     if e is not kept.fails_at and e not in kept.also_fails_at)
+        if more:
+            out[host] = replace(kept, also_fails_at=kept.also_fails_at + more)
     return out
+
+
+def _same_definition(hazard: HoistedHazard | CarriedHazard, out: list[Hazard], hosts: list[int]) -> Optional[int]:
+    """The TL001/TL005 hazard of the same kind already kept for the node,
+    when one of the two fails under PyTorch and the other only under a
+    strict tape (one arm's walk retains, the other's frees): one hazard at
+    one definition, which fails under PyTorch."""
+    for index in hosts:
+        kept = out[index]
+        if kept.kind is hazard.kind and isinstance(kept, ReuseHazard) \
+                and kept.fails_under_torch != hazard.fails_under_torch:
+            return index
+    return None
+
+
+def _verdict(hazard: Hazard) -> tuple[bool, bool]:
+    """Under which semantics a reuse fails, and whether only because a retaining walk was trusted."""
+    assert isinstance(hazard, ReuseHazard)
+    return hazard.fails_under_torch, hazard.retained
+
+
+def _walked_again_later(hazard: SharedHazard | RepeatedHazard, hosted: ReuseHazard) -> bool:
+    """Is `hazard` the hoisted or carried value `hosted` walked again on a
+    later iteration? It is when it comes from an earlier iteration, or when
+    its two backwards sit in the two arms of one `if` in the hoisting loop
+    (`hidden` built before the loop, or carried into it, backwarded in either
+    arm: one iteration runs only one of them, so the second walk is always a
+    later iteration's)."""
+    if hazard.loop is not None:
+        return True
+    return isinstance(hosted, (HoistedHazard, CarriedHazard)) and _exclusive_arms(
+        hosted.loop.node, hazard.first_backward.call, hazard.fails_at.call)
+
+
+def _exclusive_arms(loop: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    """Do `first` and `second` sit in different arms of one `if` inside `loop`?"""
+    for node in walk_nodes(loop):
+        if type(node) is cst.If and node.orelse is not None:
+            arms = (node.body, node.orelse)
+            if any(_inside(first, a) and _inside(second, b) for a, b in (arms, arms[::-1])):
+                return True
+    return False
+
+
+def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+    return any(n is node for n in walk_nodes(root))
 
 
 def one_per_total(found: Iterable[AccumulationHazard]) -> list[AccumulationHazard]:

@@ -51,7 +51,7 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.state import EMPTY, Key, State, Vals
 from tapelint.analysis.store import StoreView
-from tapelint.analysis.syntax import keyword_value
+from tapelint.analysis.syntax import keyword_value, walk_nodes
 from tapelint.analysis.torch_api import PARAMETER_METHODS
 from tapelint.analysis.walks import walk
 from tapelint.ops import MODULES, PARAMETRIC_MODULES
@@ -118,13 +118,14 @@ def optimizer(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
     return frozenset((OptimizerRef(call, frozenset(roots), text, frozenset(instances), frame.context),))
 
 
-def configured_optimizers(returned: Vals, state: State) -> Vals:
+def configured_optimizers(returned: Vals, state: State, method: Optional[cst.FunctionDef] = None) -> Vals:
     """What Lightning's `self.optimizers()` gives, from what the module's
-    `configure_optimizers()` returned: one optimizer as itself, several as
-    they were returned (a tuple keeps their positions for `opt_g, opt_d =
-    self.optimizers()`; a list's are joined, so each name may be any of them),
-    the optimizers of `([opts], [schedulers])` and of `{"optimizer": opt,
-    "lr_scheduler": ...}` dicts."""
+    `configure_optimizers()` (`method`) returned: one optimizer as itself,
+    several as they were returned (a tuple keeps their positions for `opt_g,
+    opt_d = self.optimizers()`, and so does a list written as a literal of
+    optimizers, `[opt_g, opt_d]`; another list's are joined, so each name may
+    be any of them), the optimizers of `([opts], [schedulers])` and of
+    `{"optimizer": opt, "lr_scheduler": ...}` dicts."""
     out: set = set()
     for value in returned:
         if isinstance(value, TupleVal):
@@ -132,12 +133,40 @@ def configured_optimizers(returned: Vals, state: State) -> Vals:
             if items and all(len(item) == 1 for item in items):
                 out.add(tuple_of(items))
             elif items:
-                out |= configured_optimizers(value.items[0], state)
+                out |= configured_optimizers(value.items[0], state, method)
         elif isinstance(value, ListRef):
-            out |= _optimizers_of(frozenset((value,)), state)  # a list's elements are joined: which is which is unknown
+            optimizers = _optimizers_of(frozenset((value,)), state)
+            positions = _literal_positions(value.site, optimizers, method) if method is not None else None
+            # a list's elements are joined unless its literal says which is which
+            out |= {tuple_of(positions)} if positions else optimizers
         elif isinstance(value, OptimizerRef):
             out.add(value)
     return frozenset(out)
+
+
+def _literal_positions(site: cst.CSTNode, optimizers: frozenset, method: cst.FunctionDef) -> Optional[list[frozenset]]:
+    """The optimizer at each position of the list literal `site` in `method`,
+    when every element is an optimizer's construction or a name `method`
+    assigns once, to one; None otherwise."""
+    if type(site) is not cst.List or len(site.elements) < 2:
+        return None
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk_nodes(method):
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            assigned.setdefault(node.targets[0].target.value, []).append(node.value)
+    positions = []
+    for element in site.elements:
+        expr: Optional[cst.BaseExpression] = element.value
+        if type(element) is not cst.Element:
+            return None
+        if type(expr) is cst.Name:
+            values = assigned.get(expr.value, [])
+            expr = values[0] if len(values) == 1 else None
+        found = frozenset(o for o in optimizers if o.site is expr)
+        if len(found) != 1:
+            return None
+        positions.append(found)
+    return positions
 
 
 def _optimizers_of(vals: Vals, state: State) -> frozenset:

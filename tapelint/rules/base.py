@@ -216,11 +216,13 @@ def _merged_fix(fix: Fix, variants: list[Diagnostic]) -> Fix:
         if same is None or not same.edits or not edits:
             return replace(fix, edits=())
         edits += [e for e in same.edits if e not in edits]
-    def span(edit: Edit) -> tuple[tuple[int, int], tuple[int, int]]:
-        return (edit.range.start.line, edit.range.start.column), (edit.range.end.line, edit.range.end.column)
-
-    ordered = sorted(edits, key=span)
-    if any(span(b)[0] < span(a)[1] for a, b in zip(ordered, ordered[1:])):
+    ordered = sorted(edits, key=_span)
+    if any(_span(b)[0] < _span(a)[1] for a, b in zip(ordered, ordered[1:])):
         return replace(fix, edits=())  # edits made for different sites collide: no sound combination
     return replace(fix, edits=tuple(edits))
+
+
+def _span(edit: Edit) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(start, end) of an edit as (line, column) pairs, for ordering and overlap."""
+    return (edit.range.start.line, edit.range.start.column), (edit.range.end.line, edit.range.end.column)
 

@@ -209,8 +209,9 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
                 and "configure_optimizers" in owner.methods:
             # Lightning's `self.optimizers()`: what the module's own `configure_optimizers()`
             # built (whatever a base class's `optimizers` reads them back from).
-            returned = inline(frame, call, owner.methods["configure_optimizers"], [], state, owner=owner)
-            out |= staleness.configured_optimizers(returned, state)
+            configure = owner.methods["configure_optimizers"]
+            returned = inline(frame, call, configure, [], state, owner=owner)
+            out |= staleness.configured_optimizers(returned, state, configure)
         elif isinstance(value, SelfRef) and owner is not None and method in owner.methods:
             out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
         elif isinstance(value, ModuleRef):
