@@ -19,6 +19,7 @@ from tapelint.analysis.model import (
     ModuleRef,
     Retains,
     Tracked,
+    TupleVal,
     Value,
     tuple_of,
 )
@@ -106,6 +107,42 @@ def _walk_argument(call: cst.Call, keyword: str, position: int) -> Optional[cst.
         return value
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     return positional[position] if len(positional) > position else None
+def _detach_in_place(frame: Frame, call: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
+    """`h.detach_()`, `hidden[0].detach_()`: the tensor itself loses its
+    history, so what names it (the variable, or that position of the tuple
+    the variable holds) holds a tensor without history from here on."""
+    detached = frozenset((frame.store.node(frame, state, call, "detach_", (), Saves.NOTHING, Tracked.NO, leaf=True),))
+    if type(receiver) in (cst.Name, cst.Attribute):
+        frame.bind(receiver, detached, state)
+        return
+    index = _literal_position(receiver)
+    if index is None or type(receiver.value) not in (cst.Name, cst.Attribute):  # type: ignore[attr-defined]
+        return
+    held = frame.eval(receiver.value, state)  # type: ignore[attr-defined]
+    if any(isinstance(v, TupleVal) and -len(v.items) <= index < len(v.items) for v in held):
+        replaced = frozenset(_with_position(v, index, detached) for v in held)
+        frame.bind(receiver.value, replaced, state)  # type: ignore[attr-defined]
+
+
+def _literal_position(expr: cst.BaseExpression) -> Optional[int]:
+    """The literal position `t[1]` reads, if that is all it reads."""
+    if type(expr) is not cst.Subscript or len(expr.slice) != 1:
+        return None
+    element = expr.slice[0].slice
+    if type(element) is cst.Index and type(element.value) is cst.Integer:
+        return int(element.value.value, 0)
+    return None
+
+
+def _with_position(value: object, index: int, item: Vals) -> object:
+    """A tuple with `item` at `index` (any other value as it is)."""
+    if not isinstance(value, TupleVal) or not -len(value.items) <= index < len(value.items):
+        return value
+    items = list(value.items)
+    items[index] = item
+    return tuple_of(items)
+
+
 def layer_result(module: ModuleRef, node: AbstractNode) -> Value:
     """What a call of `module` returns, given its node (kept on the node:
     `made_by`): the node, or for a torch recurrent layer the tuple it
@@ -126,6 +163,8 @@ def layer_result(module: ModuleRef, node: AbstractNode) -> Value:
 def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: list, method: str, args: list,
                   state: State) -> Vals:
     """`t.<method>(...)` on tensors known to the analysis."""
+    if method == "detach_":
+        _detach_in_place(frame, call, func.value, state)
     if method in ops.UNTRACKING:
         return EMPTY
     if method in torch_api.DISTRIBUTION_SAMPLERS and all(_distribution(t) for t in tensors):
