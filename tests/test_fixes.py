@@ -30,6 +30,10 @@ CASES = sorted({(p, s) for p in POSITIVES for e in parse_fixture(p).expects for 
 # Findings without a mechanical edit, why, and the fixes they still show
 # (each display-only: a description, no edit).
 NO_EDIT = {
+    "tl001_rollouts_kept_for_inherited_loop.py": (
+        "the kept value is made in the subclass's rollout hook and walked by the base class's inherited loop: "
+        "detaching it (the rollouts then carry no gradient) or emptying the store between epochs changes what "
+        "the algorithm trains, the user's decision", {"detach", "recompute"}),
     "tl004_partial_called_later.py": (
         "the loss comes from a call through a `functools.partial` object: the fix cannot prove the call "
         "returns a tensor in every iteration, so recomputing it inside the loop is advice", {"recompute"}),
