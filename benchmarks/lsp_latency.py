@@ -8,7 +8,8 @@ Starts the server as an editor does (stdio), opens the file, then sends
 `--edits` changes one at a time, each waiting for its diagnostics; prints
 the latency per edit minus the server's debounce (median, 90th percentile,
 max) and, on Linux, the CPU time the server and its lint process spent per
-edit (what the wall time is made of on an idle machine), and, for comparison, the same file (and the file without its one
+edit (what the wall time is made of on an idle machine), and, for
+comparison, the same file (and the file without its one
 finding: no positions, no fixes to compute) linted in this process, wall
 and CPU time (wall time on a shared machine swings by 2x).
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -32,7 +32,8 @@ _AFTER_LINE_BREAK = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 def module_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
     """Every node's position, as `MetadataWrapper.resolve(PositionProvider)`
     gives them, without its second, empty visit of the whole tree."""
-    return PositionProvider()._gen(MetadataWrapper(module, unsafe_skip_copy=True))
+    positions = PositionProvider()._gen(MetadataWrapper(module, unsafe_skip_copy=True))
+    return cast(Mapping[cst.CSTNode, CodeRange], positions)
 
 
 class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
@@ -94,7 +95,7 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
         state = PositionProvidingCodegenState(self.module.default_indent, self.module.default_newline,
                                               provider=PositionProvider())
         statement._codegen(state)
-        placed: dict[cst.CSTNode, CodeRange] = state.provider._computed
+        placed = cast(dict[cst.CSTNode, CodeRange], state.provider._computed)
         first = _first_syntactic_node(statement)
         if first not in placed:
             return False

@@ -4,11 +4,9 @@ the whole module where a statement's first line cannot be established)."""
 
 from __future__ import annotations
 
-import os
-
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
-from test_children import VARIED, _nodes, _sources
+from test_children import _nodes, _sources
 
 from tapelint.analysis.parsing import parse_module
 from tapelint.positions import StatementPositions

@@ -305,6 +305,7 @@ def one_per_cause(found: Sequence[tuple[Optional[AbstractNode], Hazard]]) -> lis
                 if hazard.loop is not None or not hazard.fails_under_torch:
                     host = None  # each fails under its own semantics
                 else:  # the other arm's walk frees it without retaining: PyTorch fails too
+                    assert host is not None
                     out[host] = replace(hosted, fails_under_torch=True, saves_assumed=hazard.saves_assumed,
                                         retained=False, first_backward=hazard.first_backward)
         if host is None and isinstance(hazard, (HoistedHazard, CarriedHazard)):

@@ -28,6 +28,7 @@ import libcst as cst
 
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import OPAQUE, AbstractNode, Carried, ModuleRef, TupleVal
+from tapelint.analysis.syntax import plain_string
 from tapelint.analysis.torch_api import LOSS_FUNCTIONS, TENSOR_STATE_MODULES, TUPLE_STATE_MODULES
 from tapelint.ops import MODULES, TUPLE_LAYERS, TUPLE_RESULTS, Saves
 
@@ -207,7 +208,7 @@ def _reduces(call: cst.Call, positional: int) -> bool:
             return False
         if keyword == "reduction":
             value = arg.value
-            if not (isinstance(value, cst.SimpleString) and value.evaluated_value in _REDUCING):
+            if not (isinstance(value, cst.SimpleString) and plain_string(value) in _REDUCING):
                 return False
     return True
 

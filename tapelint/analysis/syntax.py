@@ -82,3 +82,15 @@ def walk_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         node = stack.pop()
         yield node
         stack.extend(reversed(children_of(node)))
+
+
+def plain_string(literal: cst.SimpleString) -> Optional[str]:
+    """The text of a quoted string without prefix, escapes or triple quotes
+    (`"v"`, `'log_pi'`), else None. (Not libcst's `evaluated_value`: its
+    `ast.literal_eval` leaves a reference cycle behind at every call, which
+    would keep each linted tree alive until a full collection.)"""
+    text = literal.value
+    quote = text[:1]
+    if len(text) < 2 or quote not in ("'", '"') or text[-1] != quote or text[:3] == quote * 3 or "\\" in text:
+        return None
+    return text[1:-1]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from tapelint import ops
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import call_facts
@@ -35,7 +36,6 @@ from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import walk_nodes
 from tapelint.analysis.torch_api import literal_bool
-from tapelint import ops
 from tapelint.ops import Saves
 
 if TYPE_CHECKING:

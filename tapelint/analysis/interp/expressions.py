@@ -27,6 +27,7 @@ from tapelint.analysis.model import (
     tuple_of,
 )
 from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import plain_string
 from tapelint.ops import Saves
 
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
             if type(index_expr) is cst.Integer:
                 literal_index = int(index_expr.value, 0)
             elif type(index_expr) is cst.SimpleString and len(expr.slice) == 1:
-                literal_key = index_expr.evaluated_value if isinstance(index_expr.evaluated_value, str) else None
+                literal_key = plain_string(index_expr)
             elif type(index_expr) in (cst.List, cst.Tuple) or frame.graph_values(vals, state):
                 basic = False
         elif type(element.slice) is cst.Slice:
