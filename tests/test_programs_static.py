@@ -92,8 +92,6 @@ FINDINGS: dict[str, dict[str, set[tuple[str, int]]]] = {
 # Failing programs the linter misses today, each with why; strict xfails, so the
 # test says so the day one is found. A finding at the failing line or at one of
 # the lines named here (the cause) counts.
-_STRICT_CREATE_GRAPH = ("a create_graph walk consumes the graph on a strict tape; the reuse through it "
-                        "is not reported yet (issue 8, section 4)")
 MISSED: dict[tuple[str, str], tuple[str, frozenset[int]]] = {
     ("inplace_activation", "torch"): (
         "an in-place change of an activation a backward saved (`h *= 2.0` after sigmoid): "
@@ -101,10 +99,12 @@ MISSED: dict[tuple[str, str], tuple[str, frozenset[int]]] = {
     ("inplace_activation", "strict"): (
         "an in-place change of an activation a backward saved (`h *= 2.0` after sigmoid): "
         "no rule reports in-place modification of saved activations", frozenset({8, 10})),
-    ("maml_sine", "strict"): (_STRICT_CREATE_GRAPH, frozenset({24, 25})),
-    ("pinn_heat", "strict"): (_STRICT_CREATE_GRAPH, frozenset({14, 15, 17})),
-    ("wgan_gp", "strict"): (_STRICT_CREATE_GRAPH, frozenset({13, 14, 24, 25})),
 }
+# Failing programs the linter stays silent on by design: a walk with
+# `create_graph=True` is trusted under both semantics (fixtures/README.md:
+# second-order terms stay a negative; burn's double backward is another API,
+# so porting them is not a matter of a detach or a combined loss).
+BY_DESIGN = {("maml_sine", "strict"), ("pinn_heat", "strict"), ("wgan_gp", "strict")}
 
 
 def _failing_line(outcome: str) -> Optional[int]:
@@ -151,7 +151,8 @@ def test_every_failing_program_is_declared():
     for index, semantics in enumerate(SEMANTICS):
         for name, outcomes in OUTCOMES.items():
             fails = _failing_line(outcomes[index]) is not None
-            declared = name in FINDINGS[semantics] or (name, semantics) in MISSED
+            case = (name, semantics)
+            declared = name in FINDINGS[semantics] or case in MISSED or case in BY_DESIGN
             memory_only = FINDINGS[semantics].get(name, set()) and all(
                 code == "TL003" for code, _ in FINDINGS[semantics][name])
             assert declared == fails or (memory_only and not fails), (name, semantics)
@@ -163,5 +164,8 @@ def test_the_linter_finds_what_fails_and_nothing_else(name: str, semantics: str)
     if (name, semantics) in MISSED:
         lines = MISSED[name, semantics][1] | {_failing_line(OUTCOMES[name][SEMANTICS.index(semantics)])}
         assert reported and all(line in lines for _, line in reported), reported
+        return
+    if (name, semantics) in BY_DESIGN:
+        assert reported == set(), reported
         return
     assert reported == FINDINGS[semantics].get(name, set())
