@@ -48,7 +48,7 @@ def children_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
 def _visited_fields(kind: type) -> Optional[tuple[str, ...]]:
     """The fields `kind._visit_and_replace_children` visits, in its order."""
     try:
-        source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))
+        source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))  # type: ignore[attr-defined]
         tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError):
         return None
