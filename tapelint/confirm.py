@@ -4,11 +4,14 @@ The program runs once per file on the engine (or real PyTorch) in a sandboxed
 subprocess; its structured outcome is matched against each diagnostic's
 positions, as `docs/rules.md` demands: a reuse finding is `confirmed` only if the
 run fails at the diagnostic's `fails-at` call on the node from its
-`definition`; TL003 only if the graph kept alive grows with the iterations.
+`definition` (a failure inside a call the `fails-at` line makes, such as a
+custom Function's own `backward`, counts: the run's `stack` passes through
+it); TL003 only if the graph kept alive grows with the iterations.
 The engine is imported lazily: the linter itself never needs numpy.
 `--backend auto` runs the engine first and, when it reports an API it does not
-model and PyTorch is importable, the same program on real PyTorch (torch
-semantics only); `runtime.backend` says which one decided.
+model and PyTorch is importable, the same program on real PyTorch (under
+strict semantics with burn's tape tracked over it); `runtime.backend` says
+which one decided.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     runtime = {
         "error": report.error,
         "line": report.line,
+        "stack": list(report.stack),
         "node_id": report.node_id,
         "node_line": report.node_line,
         "detail": report.detail,
@@ -89,7 +93,7 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     if report.status in ("unsupported", "crash"):
         return verdict("unsupported", report.error or report.detail)
     line = _predicted_line(diagnostic)
-    if line in report.reach_lines and line not in report.reached and report.line != line:
+    if line in report.reach_lines and line not in report.reached and line not in report.stack:
         # Never executed (the program failed earlier, or took another path):
         # the run says nothing about this finding.
         where = f"; the program stopped at line {report.line}" if report.status == "error" else ""
@@ -105,12 +109,14 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
         return verdict("refuted", "the program ran without a graph-reuse error")
     if diagnostic.code == "TL007" and semantics is Semantics.TORCH and report.error_kind != "inplace":
         return verdict("refuted", f"it failed with {report.error_kind}, not the in-place modification error")
-    if fails_at is None or report.line != fails_at.range.start.line:
+    if fails_at is None or fails_at.range.start.line not in report.stack:
         return verdict("refuted", f"it failed at line {report.line}, not at the predicted backward")
+    inside = None if report.line == fails_at.range.start.line else \
+        f"it failed at line {report.line}, inside the call at line {fails_at.range.start.line}"
     if definition is None or report.node_line is None:
-        return verdict("confirmed")
+        return verdict("confirmed", inside)
     if definition.range.start.line <= report.node_line <= definition.range.end.line:
-        return verdict("confirmed")
+        return verdict("confirmed", inside)
     callers = getattr(report, "node_lines", ())[1:]
     if any(definition.range.start.line <= line <= definition.range.end.line for line in callers):
         return verdict("confirmed", f"the node was created at line {report.node_line}, in a helper "

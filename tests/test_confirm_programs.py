@@ -1,8 +1,7 @@
 """Issue 11's bar for the analysis: on the realistic training programs
 (`tests/engine/programs/`, every file in the folder, so programs added later
 are covered too), every finding `tapelint confirm --backend auto` runs is
-confirmed, or not reached — never refuted (but for a limit of the run listed
-in CONFIRM_LIMITS) — under both semantics. The
+confirmed, or not reached — never refuted — under both semantics. The
 findings known today are listed with their verdict, so a finding that goes
 missing or changes verdict fails as well."""
 
@@ -31,7 +30,7 @@ EXPECTED: dict[str, dict[tuple[str, str, int], str]] = {
     "torch": {
         ("a2c_two_backwards.py", "TL002", 23): "confirmed",
         ("cnn_total_loss.py", "TL003", 17): "confirmed",
-        ("custom_function_twice.py", "TL002", 23): "refuted",  # see CONFIRM_LIMITS
+        ("custom_function_twice.py", "TL002", 23): "confirmed",  # raised in Square.backward, run by line 23
         ("gan_no_detach.py", "TL002", 22): "confirmed",
         ("lstm_lm_no_detach.py", "TL005", 26): "confirmed",
         ("pinn_cached_derivative.py", "TL001", 10): "confirmed",
@@ -49,14 +48,6 @@ EXPECTED: dict[str, dict[tuple[str, str, int], str]] = {
         ("reinforce_stale_log_probs.py", "TL001", 17): "confirmed",
         ("step_between_backwards.py", "TL007", 14): "confirmed",
     },
-}
-
-# Findings a run cannot confirm for a reason of the run, not of the finding:
-# PyTorch raises the second-backward error inside the custom Function's own
-# `backward` (line 14), which the walk at line 23 runs; a run report keeps only
-# the innermost line of the file, so confirm sees "failed at line 14".
-CONFIRM_LIMITS: dict[tuple[str, str], frozenset[tuple[str, str, int]]] = {
-    ("torch", "refuted"): frozenset({("custom_function_twice.py", "TL002", 23)}),
 }
 
 # The programs in the folder when the table above was written: on them the
@@ -99,8 +90,7 @@ def test_the_programs_are_there():
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
 def test_no_finding_is_refuted(verdicts, semantics: str):
-    wrong = {finding: verdict for finding, verdict in verdicts[semantics].items()
-             if verdict not in ACCEPTED and finding not in CONFIRM_LIMITS.get((semantics, verdict), frozenset())}
+    wrong = {finding: verdict for finding, verdict in verdicts[semantics].items() if verdict not in ACCEPTED}
     assert wrong == {}
 
 
