@@ -42,6 +42,12 @@ DRAWS = {
                                           for _ in range(3)]).float(),
     "categorical_sample": lambda L: L.distributions.Categorical(logits=L.randn(3, 5)).sample((4, 2)).float(),
     "dropout_then_randn": lambda L: L.cat([L.nn.Dropout(0.5)(L.ones(20)), L.randn(3)]),
+    # a loader draws a base seed per iteration (sequential too) and a shuffling
+    # sampler its own, which seeds the private generator of its permutation
+    "dataloader_shuffle": lambda L: L.cat([L.cat([b[0] for b in L.utils.data.DataLoader(
+        L.utils.data.TensorDataset(L.arange(10.0)), batch_size=4, shuffle=True)]) for _ in range(2)] + [L.rand(2)]),
+    "dataloader_sequential_then_rand": lambda L: L.cat(
+        [b for b in L.utils.data.DataLoader(L.arange(3.0), batch_size=2)] + [L.rand(3)]),
     "init_normal_": lambda L: L.nn.init.normal_(L.zeros(3, 3), 0.0, 0.02),
     "init_xavier": lambda L: L.nn.init.xavier_uniform_(L.zeros(4, 6)),
     "init_kaiming_normal": lambda L: L.nn.init.kaiming_normal_(L.zeros(8, 5), nonlinearity="relu"),
