@@ -348,7 +348,8 @@ def _no_implicit_gradient(name: str, concentration: Tensor) -> None:
 
 class Gamma(Distribution):
     """Samples are PyTorch's (`rng.TorchGenerator.standard_gamma`); `rsample` is
-    differentiable in `rate` (value = standard gamma draw / rate)."""
+    differentiable in `rate` (value = standard gamma draw / rate) and in the
+    concentration (PyTorch's implicit reparameterisation, `tensor_ops.standard_gamma`)."""
 
     has_rsample = True
 
@@ -369,11 +370,8 @@ class Gamma(Distribution):
         return self.concentration / ops.pow(self.rate, 2)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        _no_implicit_gradient("Gamma", self.concentration)
         shape = self._extended(sample_shape)
-        draw = rng.generator().standard_gamma(np.broadcast_to(self.concentration.arr, shape),
-                                              self.concentration.arr.dtype)
-        value = ops.const(draw) / ops.expand(self.rate, shape)
+        value = tensor_ops.standard_gamma(ops.expand(self.concentration, shape)) / ops.expand(self.rate, shape)
         value.arr[...] = np.maximum(value.arr, _TINY)  # PyTorch clamps the draw (detached) in place,
         value._counter[0] += 1  # which bumps its version
         return value
