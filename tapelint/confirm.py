@@ -103,16 +103,18 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
         if nodes > 0 or saved > 0:
             return verdict("confirmed", f"live graph grew by {nodes} nodes and {saved} saved bytes")
         return verdict("refuted", "no growth of the live graph across iterations")
-    fails_at = diagnostic.related_of(Role.FAILS_AT)
     definition = diagnostic.related_of(Role.DEFINITION)
     if report.status != "error" or report.error_kind not in REUSE_ERRORS:
         return verdict("refuted", "the program ran without a graph-reuse error")
     if diagnostic.code == "TL007" and semantics is Semantics.TORCH and report.error_kind != "inplace":
         return verdict("refuted", f"it failed with {report.error_kind}, not the in-place modification error")
-    if fails_at is None or fails_at.range.start.line not in report.stack:
+    # one hazard walked by several backwards (the arms of an if) names each as `fails-at`;
+    # the run confirms it when its failing stack passes through one of them
+    predicted = [r.range.start.line for r in diagnostic.related if r.role is Role.FAILS_AT]
+    through = next((line for line in predicted if line in report.stack), None)
+    if through is None:
         return verdict("refuted", f"it failed at line {report.line}, not at the predicted backward")
-    inside = None if report.line == fails_at.range.start.line else \
-        f"it failed at line {report.line}, inside the call at line {fails_at.range.start.line}"
+    inside = None if report.line == through else f"it failed at line {report.line}, inside the call at line {through}"
     if definition is None or report.node_line is None:
         return verdict("confirmed", inside)
     if definition.range.start.line <= report.node_line <= definition.range.end.line:

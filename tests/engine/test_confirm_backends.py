@@ -118,6 +118,17 @@ def test_a_failure_elsewhere_is_still_refuted() -> None:
     assert judge(diagnostic, innermost_only, Semantics.TORCH).status == "refuted"
 
 
+def test_any_of_several_failing_calls_may_be_the_one() -> None:
+    """One hazard walked by the backwards of both arms of an if names each as `fails-at`."""
+    (diagnostic,) = [d for d in _lint(CUSTOM_TWICE).diagnostics if d.code == "TL002"]
+    report = run_program(str(CUSTOM_TWICE), "torch")
+    (fails_at,) = [r for r in diagnostic.related if r.role is Role.FAILS_AT]
+    other_arm = dataclasses.replace(fails_at, range=Range(Position(30, 0), Position(30, 20)))
+    both = dataclasses.replace(diagnostic, related=(*diagnostic.related, other_arm))
+    assert judge(both, report, Semantics.TORCH).status == "confirmed"
+    assert judge(_failing_at(both, 22), report, Semantics.TORCH).status == "refuted"
+
+
 @pytest.mark.parametrize(("backend", "semantics", "kind"), [
     ("engine", "torch", "second-backward"), ("engine", "strict", "tape-consumed"),
     ("torch", "torch", "second-backward"), ("torch", "strict", "tape-consumed"),
