@@ -70,13 +70,20 @@ def _limit(memory_mb: int, cpu_seconds: int, backend: str) -> None:
             pass
 
 
-def _user_line(tb: TracebackType | None, path: str) -> int | None:
-    line = None
+def _user_stack(tb: TracebackType | None, path: str) -> list[int]:
+    """The program's own lines in a traceback, outermost call first."""
+    lines = []
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == path:
-            line = tb.tb_lineno
+            lines.append(tb.tb_lineno)
         tb = tb.tb_next
-    return line
+    return lines
+
+
+def _where(exc: BaseException, path: str) -> dict[str, Any]:
+    """The failing line (the innermost of the program's frames) and the stack through it."""
+    stack = _user_stack(exc.__traceback__, path)
+    return {"line": stack[-1] if stack else None, "stack": stack}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -109,14 +116,14 @@ def _execute(path: str, sampler: Sampler | None) -> BaseException | None:
 def _other(exc: BaseException, path: str) -> dict[str, Any]:
     if isinstance(exc, MemoryError):
         return {"status": "crash", "detail": "memory limit reached (MemoryError)"}
-    line = _user_line(exc.__traceback__, path)
+    where = _where(exc, path)
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         # A third-party module the engine does not provide: the program cannot
         # be judged here, which says nothing about the finding.
         return {"status": "unsupported", "error": f"needs the module `{exc.name}`, which is not available",
-                "line": line, "detail": f"ModuleNotFoundError: {_first_line(exc)}"}
+                **where, "detail": f"ModuleNotFoundError: {_first_line(exc)}"}
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-    return {"status": "error", "error_kind": "other", "error": _described(exc), "line": line, "detail": tb[-3000:]}
+    return {"status": "error", "error_kind": "other", "error": _described(exc), **where, "detail": tb[-3000:]}
 
 
 # ------------------------------------------------------------------------ engine
@@ -135,7 +142,7 @@ def run_engine(path: str, semantics: str, watch: set[int], reach: set[int]) -> d
     if isinstance(exc, errors.GraphError):
         out.update(_graph_error(exc))
     elif isinstance(exc, errors.NotSupportedByEngine):
-        out.update(status="unsupported", error=str(exc), line=_user_line(exc.__traceback__, path))
+        out.update(status="unsupported", error=str(exc), **_where(exc, path))
     elif exc is not None:
         out.update(_other(exc, path))
     else:
@@ -159,7 +166,7 @@ def _graph_error(exc: Any) -> dict[str, Any]:
     """The result for a graph error (`errors.GraphError`) that ended the program."""
     return {"status": "error", "error_kind": exc.kind, "error": _first_line(exc), "line": exc.line,
             "node_id": exc.node_id, "node_line": exc.node_line, "consumed_line": exc.consumed_line,
-            "detail": _graph_detail(exc.modified_line), "node_lines": list(exc.node_lines)}
+            "detail": _graph_detail(exc.modified_line), "node_lines": list(exc.node_lines), "stack": list(exc.stack)}
 
 
 def _caught_graph_error() -> dict[str, Any] | None:
@@ -171,7 +178,7 @@ def _caught_graph_error() -> dict[str, Any] | None:
         return None
     return {"status": "error", "error_kind": r.kind, "error": r.message.splitlines()[0], "line": r.line,
             "node_id": r.node_id, "node_line": r.node_line, "consumed_line": r.consumed_line, "caught": True,
-            "detail": _graph_detail(r.modified_line), "node_lines": list(r.node_lines)}
+            "detail": _graph_detail(r.modified_line), "node_lines": list(r.node_lines), "stack": list(r.stack)}
 
 
 # ------------------------------------------------------------------------- torch
@@ -261,8 +268,8 @@ def run_torch(path: str, watch: set[int], reach: set[int], semantics: str = "tor
     if anomalies:
         frames = [int(m["line"]) for m in _FORWARD_FRAME.finditer(anomalies[-1]) if m["file"] == path]
         node_line = frames[-1] if frames else None
-    out.update(status="error", error_kind=kind, error=_first_line(exc),
-               line=_user_line(exc.__traceback__, path), node_line=node_line, node_lines=frames[::-1],
+    out.update(status="error", error_kind=kind, error=_first_line(exc), **_where(exc, path),
+               node_line=node_line, node_lines=frames[::-1],
                detail="node line from anomaly mode" if node_line else None)
     return out
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .source import user_stack
+
 
 @dataclass(frozen=True)
 class Raised:
@@ -23,6 +25,7 @@ class Raised:
     line: int | None = None
     modified_line: int | None = None
     node_lines: tuple[int, ...] = ()  # the node's creation stack in the user's file, innermost first
+    stack: tuple[int, ...] = ()  # the failing call's stack in the user's file, outermost first
 
 
 RAISED: list[Raised] = []  # graph and unsupported errors in raise order, caught or not
@@ -88,8 +91,10 @@ class GraphError(Exception):
         line: int | None = None,
         modified_line: int | None = None,
         node_lines: tuple[int, ...] = (),
+        stack: tuple[int, ...] | None = None,
     ) -> None:
         super().__init__(message)
+        self.stack = user_stack() if stack is None else stack  # where it is raised, unless told
         self.node_lines = node_lines
         self.modified_line = modified_line
         self.node_id = node_id
@@ -97,7 +102,7 @@ class GraphError(Exception):
         self.consumed_line = consumed_line
         self.line = line
         RAISED.append(Raised(self.kind, message, node_id, node_line, consumed_line, line,
-                             modified_line, node_lines))
+                             modified_line, node_lines, self.stack))
 
 
 class SecondBackwardError(GraphError, RuntimeError):

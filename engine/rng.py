@@ -17,9 +17,12 @@ PyTorch's CPU kernels do (measured against torch 2.13):
 
 * multinomial (and so `Categorical.sample`): see `TorchGenerator.multinomial`.
 
-Samplers PyTorch runs through other code paths (beta, through gamma) draw from
-a numpy Generator seeded alongside: their values are reproducible here, not
-PyTorch's.
+* gamma draws (`Gamma`, and `Dirichlet`/`Beta` through them): ATen's Marsaglia-Tsang
+  sampler on 53-bit uniforms and the cached scalar normals; see `standard_gamma`.
+
+Samplers PyTorch runs through other code paths (Poisson,
+`nn.init.trunc_normal_`) draw from a numpy Generator seeded alongside: their values are
+reproducible here, not PyTorch's.
 """
 
 from __future__ import annotations
@@ -117,6 +120,45 @@ class TorchGenerator:
         u = self._u53(probs.shape[0] * n).reshape(probs.shape[0], n)
         rows = [np.searchsorted(c, row, side="right") for c, row in zip(cdf, u)]
         return np.minimum(np.asarray(rows, np.int64).reshape(probs.shape[0], n), probs.shape[1] - 1)
+
+    def standard_gamma(self, alpha: np.ndarray, dtype: npt.DTypeLike) -> np.ndarray:
+        """`torch._standard_gamma`: one Marsaglia-Tsang draw per element in storage order
+        (53-bit uniforms and cached Box-Muller normals), the arithmetic in `dtype` where
+        PyTorch's kernel keeps the concentration's type, clamped to its smallest normal."""
+        kind = np.dtype(dtype).type
+        flat = np.ascontiguousarray(alpha, dtype=kind).ravel()
+        out = np.array([self._gamma(a, kind) for a in flat], kind)
+        return np.maximum(out, np.finfo(kind).tiny).reshape(alpha.shape)
+
+    def _gamma(self, alpha: np.floating, kind: type) -> float:
+        """ATen's `sample_gamma<scalar_t, double>` for one concentration."""
+        scale = 1.0
+        if alpha < 1:
+            if alpha == 0:
+                return 0.0
+            scale *= (1.0 - self._u53(1)[0]) ** float(kind(1) / alpha)
+            alpha = kind(alpha + kind(1))
+        d = float(kind(alpha - kind(np.float32(1) / np.float32(3))))
+        c = 1.0 / math.sqrt(9.0 * d)
+        while True:
+            while True:
+                x = self._scalar_normal()
+                y = 1.0 + c * x
+                if y > 0:
+                    break
+            v = y * y * y
+            u = 1.0 - self._u53(1)[0]
+            xx = x * x
+            if u < 1.0 - float(np.float32(0.0331)) * xx * xx or math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+                return scale * d * v
+
+    def dirichlet(self, alpha: np.ndarray) -> np.ndarray:
+        """`torch._sample_dirichlet`: double gamma draws in storage order, normalised over
+        the last dim, clamped into (0, 1) in the concentration's type."""
+        kind = alpha.dtype.type
+        gamma = self.standard_gamma(alpha.astype(np.float64), np.float64)
+        value = (gamma / gamma.sum(-1, keepdims=True)).astype(kind)
+        return np.clip(value, np.finfo(kind).tiny, np.nextafter(kind(1), kind(0)))
 
     def integers(self, low: int, high: int, shape: tuple) -> np.ndarray:
         span = high - low

@@ -58,7 +58,7 @@ class RunReport:
     status: str
     error_kind: str | None = None
     error: str | None = None  # first line of the message
-    line: int | None = None  # the failing call
+    line: int | None = None  # the failing call (the innermost of the program's frames)
     node_id: int | None = None  # the missing/freed/modified node
     node_line: int | None = None  # where that node was created
     consumed_line: int | None = None  # the backward that consumed or freed it
@@ -71,6 +71,7 @@ class RunReport:
     output: str = ""  # tail of the program's stdout and stderr
     caught: bool = False  # the error was raised, then caught by the program
     node_lines: tuple[int, ...] = ()  # the node's creation stack in the file, innermost first
+    stack: tuple[int, ...] = ()  # the failing call's stack in the file, outermost first (ends at `line`)
     reach_lines: tuple[int, ...] = ()  # the lines asked about...
     reached: tuple[int, ...] = ()  # ...and which of them ran
     network_isolated: bool = False
@@ -79,6 +80,7 @@ class RunReport:
         d = asdict(self)
         d["samples"] = [list(s) for s in self.samples]
         d["node_lines"] = list(self.node_lines)
+        d["stack"] = list(self.stack)
         return d
 
     def to_json(self) -> str:
@@ -89,6 +91,7 @@ class RunReport:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["samples"] = tuple(tuple(s) for s in known.get("samples", ()))
         known["node_lines"] = tuple(known.get("node_lines", ()))
+        known["stack"] = tuple(known.get("stack", ()))
         known["reached"] = tuple(known.get("reached", ()))
         known["reach_lines"] = tuple(known.get("reach_lines", ()))
         return cls(**known)
@@ -315,7 +318,10 @@ def format_text(r: RunReport) -> str:
     if r.error:
         lines.append(f"  {r.error_kind or 'error'}: {r.error}")
     if r.line is not None:
-        lines.append(f"  failing call: line {r.line}")
+        outer = r.stack[:-1]
+        inside = (f" (inside the call at line {outer[0]})" if len(outer) == 1 else
+                  f" (inside the calls at lines {', '.join(map(str, outer))})" if outer else "")
+        lines.append(f"  failing call: line {r.line}{inside}")
     if r.node_id is not None or r.node_line is not None:
         node = f"NodeId({r.node_id})" if r.node_id is not None else "node"
         where = f" created at line {r.node_line}" if r.node_line is not None else ""

@@ -31,6 +31,13 @@ def user_line() -> int | None:
     return None
 
 
+def user_stack() -> tuple[int, ...]:
+    """Lines of all the user's frames on the stack, outermost first: the calls a
+    failure happened inside (PyTorch raises a custom Function's error in its own
+    `backward`, which the program's `loss.backward()` line ran)."""
+    return user_lines(limit=sys.maxsize)[::-1]
+
+
 def user_lines(limit: int = 8) -> tuple[int, ...]:
     """Lines of the user's frames on the stack, innermost first (a node made inside a
     helper also names the line that called the helper)."""

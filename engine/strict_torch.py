@@ -113,13 +113,15 @@ class Tracker:
     def walk(self, roots: Any) -> None:
         """burn's validation, then consumption, of everything `roots` reach."""
         nodes = _nodes([t.grad_fn for t in _tensors(roots)])
-        line = next(iter(_user_lines(self.path)), None)
+        calls = _user_lines(self.path)
+        line = next(iter(calls), None)
         for node, nid in nodes:
             if CONSUMED in node.metadata:
                 meta = node.metadata
                 raise errors.TapeConsumedError(
                     errors.TAPE_CONSUMED.format(node_id=nid), node_id=nid, node_line=meta.get(LINE),
-                    consumed_line=meta[CONSUMED], line=line, node_lines=tuple(meta.get(LINES, ())))
+                    consumed_line=meta[CONSUMED], line=line, node_lines=tuple(meta.get(LINES, ())),
+                    stack=calls[::-1])
         for node, _ in nodes:
             node.metadata[CONSUMED] = line
 

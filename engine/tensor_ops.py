@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ops, tape
+from . import ops, rng, tape
 from .errors import NotSupportedByEngine
 from .tape import Op, Tensor, apply
 
@@ -306,6 +306,73 @@ def lgamma(a: Tensor) -> Tensor:
 
 def digamma(a: Tensor) -> Tensor:
     return apply(DIGAMMA, ops._float(a))
+
+
+# ------------------------------------------------------------- standard gamma
+
+# ATen's bivariate rational approximation of the reparameterised gradient (rows: the
+# constant, linear and quadratic coefficients in u = log(x / alpha); columns: the
+# cubic numerator and denominator in v = log(alpha)).
+_GAMMA_GRAD_UV = np.array([
+    [0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084],
+    [0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915, -0.00058392623],
+    [0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326, 0.00085092367,
+     -1.5247877e-07],
+])
+
+
+def _gamma_grad_one(alpha: float, x: float) -> float:
+    """d x / d alpha of a standard gamma draw x (implicit reparameterisation), as
+    PyTorch's `_standard_gamma_grad` computes it: a Taylor series for small x, Rice's
+    saddle point for large alpha, else a rational approximation."""
+    if x < 0.8:
+        numer, denom = 1.0, alpha
+        series1, series2 = numer / denom, numer / (denom * denom)
+        for i in range(1, 6):
+            numer *= -x / i
+            denom += 1
+            series1 += numer / denom
+            series2 += numer / (denom * denom)
+        pow_x_alpha = x ** alpha
+        pdf = x ** (alpha - 1) * math.exp(-x)
+        cdf = pow_x_alpha * series1
+        cdf_alpha = (math.log(x) - float(_digamma_np(np.array([alpha]))[0])) * cdf - pow_x_alpha * series2
+        result = -cdf_alpha / pdf
+        return 0.0 if math.isnan(result) else result
+    if alpha > 8.0:
+        if 0.9 * alpha <= x <= 1.1 * alpha:
+            numer_1 = 1 + 24 * alpha * (1 + 12 * alpha)
+            numer_2 = 1440 * alpha * alpha + 6 * x * (53 - 120 * x) - 65 * x * x / alpha + alpha * (107 + 3600 * x)
+            return numer_1 * numer_2 / (1244160 * alpha * alpha * alpha * alpha)
+        denom = math.sqrt(8 * alpha)
+        term2 = denom / (alpha - x)
+        term3 = (x - alpha - alpha * math.log(x / alpha)) ** -1.5
+        term23 = term2 - term3 if x < alpha else term2 + term3
+        term1 = math.log(x / alpha) * term23 - math.sqrt(2 / alpha) * (alpha + x) / ((alpha - x) * (alpha - x))
+        stirling = 1 + 1 / (12 * alpha) * (1 + 1 / (24 * alpha))
+        return -stirling * x * term1 / denom
+    u, v = math.log(x / alpha), math.log(alpha)
+    c = _GAMMA_GRAD_UV[0] + u * (_GAMMA_GRAD_UV[1] + u * _GAMMA_GRAD_UV[2])
+    p = c[0] + v * (c[1] + v * (c[2] + v * c[3]))
+    q = c[4] + v * (c[5] + v * (c[6] + v * c[7]))
+    return math.exp(p / q)
+
+
+def _standard_gamma_bwd(c: Any, g: Tensor) -> tuple[Tensor]:
+    if tape.STATE.grad_enabled:  # PyTorch's `_standard_gamma_grad` has no derivative of its own
+        raise NotSupportedByEngine("create_graph through a gamma sample's concentration gradient")
+    alpha, x = c.saved[0].arr, c.saved["out"].arr
+    grad = np.array([_gamma_grad_one(float(a), float(v)) for a, v in zip(alpha.ravel(), x.ravel())])
+    return (g * ops.const(grad.reshape(alpha.shape).astype(alpha.dtype)),)
+
+
+STANDARD_GAMMA = Op("StandardGamma", lambda a: rng.generator().standard_gamma(a, a.dtype), _standard_gamma_bwd,
+                    (0, "out"))
+
+
+def standard_gamma(concentration: Tensor) -> Tensor:
+    """`torch._standard_gamma`: PyTorch's draws, differentiable in the concentration."""
+    return apply(STANDARD_GAMMA, concentration)
 
 
 # ----------------------------------------------------------------------- xlogy

@@ -4,11 +4,14 @@ The program runs once per file on the engine (or real PyTorch) in a sandboxed
 subprocess; its structured outcome is matched against each diagnostic's
 positions, as `docs/rules.md` demands: a reuse finding is `confirmed` only if the
 run fails at the diagnostic's `fails-at` call on the node from its
-`definition`; TL003 only if the graph kept alive grows with the iterations.
+`definition` (a failure inside a call the `fails-at` line makes, such as a
+custom Function's own `backward`, counts: the run's `stack` passes through
+it); TL003 only if the graph kept alive grows with the iterations.
 The engine is imported lazily: the linter itself never needs numpy.
 `--backend auto` runs the engine first and, when it reports an API it does not
-model and PyTorch is importable, the same program on real PyTorch (torch
-semantics only); `runtime.backend` says which one decided.
+model and PyTorch is importable, the same program on real PyTorch (under
+strict semantics with burn's tape tracked over it); `runtime.backend` says
+which one decided.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     runtime = {
         "error": report.error,
         "line": report.line,
+        "stack": list(report.stack),
         "node_id": report.node_id,
         "node_line": report.node_line,
         "detail": report.detail,
@@ -89,7 +93,7 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     if report.status in ("unsupported", "crash"):
         return verdict("unsupported", report.error or report.detail)
     line = _predicted_line(diagnostic)
-    if line in report.reach_lines and line not in report.reached and report.line != line:
+    if line in report.reach_lines and line not in report.reached and line not in report.stack:
         # Never executed (the program failed earlier, or took another path):
         # the run says nothing about this finding.
         where = f"; the program stopped at line {report.line}" if report.status == "error" else ""
@@ -99,19 +103,22 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
         if nodes > 0 or saved > 0:
             return verdict("confirmed", f"live graph grew by {nodes} nodes and {saved} saved bytes")
         return verdict("refuted", "no growth of the live graph across iterations")
-    fails_at = diagnostic.related_of(Role.FAILS_AT)
     definition = diagnostic.related_of(Role.DEFINITION)
     if report.status != "error" or report.error_kind not in REUSE_ERRORS:
         return verdict("refuted", "the program ran without a graph-reuse error")
     if diagnostic.code == "TL007" and semantics is Semantics.TORCH and report.error_kind != "inplace":
         return verdict("refuted", f"it failed with {report.error_kind}, not the in-place modification error")
-    # one hazard walked by several backwards (the arms of an if) names each as `fails-at`
-    if fails_at is None or report.line not in {r.range.start.line for r in diagnostic.related if r.role is Role.FAILS_AT}:
+    # one hazard walked by several backwards (the arms of an if) names each as `fails-at`;
+    # the run confirms it when its failing stack passes through one of them
+    predicted = [r.range.start.line for r in diagnostic.related if r.role is Role.FAILS_AT]
+    through = next((line for line in predicted if line in report.stack), None)
+    if through is None:
         return verdict("refuted", f"it failed at line {report.line}, not at the predicted backward")
+    inside = None if report.line == through else f"it failed at line {report.line}, inside the call at line {through}"
     if definition is None or report.node_line is None:
-        return verdict("confirmed")
+        return verdict("confirmed", inside)
     if definition.range.start.line <= report.node_line <= definition.range.end.line:
-        return verdict("confirmed")
+        return verdict("confirmed", inside)
     callers = getattr(report, "node_lines", ())[1:]
     if any(definition.range.start.line <= line <= definition.range.end.line for line in callers):
         return verdict("confirmed", f"the node was created at line {report.node_line}, in a helper "

@@ -319,7 +319,8 @@ class Beta(Distribution):
         shape = self._extended(sample_shape)
         a = np.broadcast_to(self.concentration1.arr, shape)
         b = np.broadcast_to(self.concentration0.arr, shape)
-        return Tensor(rng.other().beta(a, b).astype(np.float32))
+        # PyTorch samples the Dirichlet of the stacked pair and keeps its first part
+        return Tensor(rng.generator().dirichlet(np.stack([a, b], -1))[..., 0])
 
     def _log_beta(self) -> Tensor:
         a, b = self.concentration1, self.concentration0
@@ -346,8 +347,9 @@ def _no_implicit_gradient(name: str, concentration: Tensor) -> None:
 
 
 class Gamma(Distribution):
-    """Samples come from the numpy stream (reproducible, not PyTorch's values); `rsample`
-    is differentiable in `rate` (value = standard gamma draw / rate)."""
+    """Samples are PyTorch's (`rng.TorchGenerator.standard_gamma`); `rsample` is
+    differentiable in `rate` (value = standard gamma draw / rate) and in the
+    concentration (PyTorch's implicit reparameterisation, `tensor_ops.standard_gamma`)."""
 
     has_rsample = True
 
@@ -368,10 +370,8 @@ class Gamma(Distribution):
         return self.concentration / ops.pow(self.rate, 2)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        _no_implicit_gradient("Gamma", self.concentration)
         shape = self._extended(sample_shape)
-        draw = rng.other().standard_gamma(np.broadcast_to(self.concentration.arr, shape))
-        value = ops.const(draw.astype(self.concentration.arr.dtype)) / ops.expand(self.rate, shape)
+        value = tensor_ops.standard_gamma(ops.expand(self.concentration, shape)) / ops.expand(self.rate, shape)
         value.arr[...] = np.maximum(value.arr, _TINY)  # PyTorch clamps the draw (detached) in place,
         value._counter[0] += 1  # which bumps its version
         return value
@@ -387,8 +387,8 @@ class Gamma(Distribution):
 
 
 class Dirichlet(Distribution):
-    """Samples (normalised gamma draws) come from the numpy stream; log_prob and entropy
-    follow PyTorch's formulas, so a policy's gradient flows through log_prob."""
+    """Samples (normalised gamma draws) are PyTorch's; log_prob and entropy follow
+    PyTorch's formulas, so a policy's gradient flows through log_prob."""
 
     has_rsample = True
 
@@ -411,9 +411,7 @@ class Dirichlet(Distribution):
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         _no_implicit_gradient("Dirichlet", self.concentration)
         shape = self._extended(sample_shape)
-        draw = rng.other().standard_gamma(np.broadcast_to(self.concentration.arr, shape))
-        value = draw / draw.sum(-1, keepdims=True)
-        return Tensor(np.maximum(value, _TINY).astype(self.concentration.arr.dtype))
+        return Tensor(rng.generator().dirichlet(np.broadcast_to(self.concentration.arr, shape)))
 
     def log_prob(self, value: Any) -> Tensor:
         a = self.concentration

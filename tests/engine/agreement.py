@@ -9,6 +9,19 @@ from typing import Any, Callable
 import numpy as np
 
 
+def mkl_on_intel() -> bool:
+    """Whether PyTorch may draw scalar-p Bernoulli masks and exponential keys through MKL
+    here (an MKL build on an Intel CPU), which the engine does not reproduce."""
+    import torch
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            intel = "GenuineIntel" in info.read(4096)
+    except OSError:
+        intel = False
+    return intel and torch.backends.mkl.is_available()
+
+
 def run_with_gradients(L: Any, fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     ts = [L.tensor(a, requires_grad=True) for a in arrays]
     y = fn(L, *ts)

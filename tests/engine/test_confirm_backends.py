@@ -1,6 +1,8 @@
 """`confirm`'s backend choice and judgment: `auto` falls back to real PyTorch when the
-engine lacks an API (and says so), and a node created inside a helper called from
-the definition line counts as the definition's node."""
+engine lacks an API (and says so), a node created inside a helper called from
+the definition line counts as the definition's node, and a failure inside a call
+the predicted line makes (a custom Function's own `backward`) counts as a failure
+there, on both backends."""
 
 from __future__ import annotations
 
@@ -43,6 +45,24 @@ UNMODELLED = textwrap.dedent("""\
 """)
 
 
+PROGRAMS = Path(__file__).parent / "programs"
+CUSTOM_TWICE = PROGRAMS / "custom_function_twice.py"  # raises in Square.backward (14), run by line 23
+IN_HELPER = textwrap.dedent("""\
+    import torch
+
+
+    def step(loss):
+        loss.backward()
+
+
+    w = torch.randn(3, requires_grad=True)
+    y = w.exp()
+    step(y.sum())
+    step((y * 2).sum())
+""")
+CAUGHT = IN_HELPER.replace("step((y * 2).sum())", "try:\n    step((y * 2).sum())\nexcept RuntimeError:\n    pass")
+
+
 def _lint(path: Path):
     return lint_source(path.read_text(), str(path), Settings(semantics=Semantics.TORCH))
 
@@ -65,6 +85,70 @@ def test_node_made_in_a_helper_called_from_the_definition_is_confirmed(tmp_path:
     assert judge(_at_line(diagnostic, 12), report, Semantics.TORCH).status == "refuted"
     no_stack = dataclasses.replace(report, node_lines=())
     assert judge(_at_line(diagnostic, 10), no_stack, Semantics.TORCH).status == "refuted"
+
+
+def _failing_at(diagnostic, line: int):
+    """The diagnostic with its failing call moved to `line`."""
+    related = tuple(dataclasses.replace(r, range=Range(Position(line, 0), Position(line, 20)))
+                    if r.role is Role.FAILS_AT else r for r in diagnostic.related)
+    return dataclasses.replace(diagnostic, related=related)
+
+
+@pytest.mark.parametrize("backend", ["engine", "torch"])
+def test_a_failure_inside_the_predicted_call_is_confirmed(backend: str) -> None:
+    if backend == "torch":
+        pytest.importorskip("torch")
+    (diagnostic,) = [d for d in _lint(CUSTOM_TWICE).diagnostics if d.code == "TL002"]
+    assert diagnostic.related_of(Role.FAILS_AT).range.start.line == 23
+    report = run_program(str(CUSTOM_TWICE), "torch", backend=backend)
+    assert (report.error_kind, report.line, report.stack) == ("second-backward", 14, (23, 14))
+    verdict = judge(diagnostic, report, Semantics.TORCH)
+    assert verdict.status == "confirmed", verdict.runtime
+    assert "inside the call at line 23" in verdict.runtime["detail"] and verdict.runtime["stack"] == [23, 14]
+
+
+def test_a_failure_elsewhere_is_still_refuted() -> None:
+    """The stack must pass through the predicted line: the first backward (22), a
+    line the run never called through, or a report that lost the outer call refute."""
+    (diagnostic,) = [d for d in _lint(CUSTOM_TWICE).diagnostics if d.code == "TL002"]
+    report = run_program(str(CUSTOM_TWICE), "torch")
+    assert judge(_failing_at(diagnostic, 22), report, Semantics.TORCH).status == "refuted"
+    assert judge(_failing_at(diagnostic, 14 + 1), report, Semantics.TORCH).status == "refuted"
+    innermost_only = dataclasses.replace(report, stack=(14,))
+    assert judge(diagnostic, innermost_only, Semantics.TORCH).status == "refuted"
+
+
+def test_any_of_several_failing_calls_may_be_the_one() -> None:
+    """One hazard walked by the backwards of both arms of an if names each as `fails-at`."""
+    (diagnostic,) = [d for d in _lint(CUSTOM_TWICE).diagnostics if d.code == "TL002"]
+    report = run_program(str(CUSTOM_TWICE), "torch")
+    (fails_at,) = [r for r in diagnostic.related if r.role is Role.FAILS_AT]
+    other_arm = dataclasses.replace(fails_at, range=Range(Position(30, 0), Position(30, 20)))
+    both = dataclasses.replace(diagnostic, related=(*diagnostic.related, other_arm))
+    assert judge(both, report, Semantics.TORCH).status == "confirmed"
+    assert judge(_failing_at(both, 22), report, Semantics.TORCH).status == "refuted"
+
+
+@pytest.mark.parametrize(("backend", "semantics", "kind"), [
+    ("engine", "torch", "second-backward"), ("engine", "strict", "tape-consumed"),
+    ("torch", "torch", "second-backward"), ("torch", "strict", "tape-consumed"),
+])
+def test_the_stack_names_the_helper_and_its_caller(tmp_path: Path, backend: str, semantics: str,
+                                                    kind: str) -> None:
+    """A backward in a helper: the failing line is the helper's, the stack starts at the caller."""
+    if backend == "torch":
+        pytest.importorskip("torch")
+    path = tmp_path / "helper.py"
+    path.write_text(IN_HELPER)
+    report = run_program(str(path), semantics, backend=backend)
+    assert (report.error_kind, report.line, report.stack) == (kind, 5, (11, 5))
+
+
+def test_a_caught_error_keeps_its_stack(tmp_path: Path) -> None:
+    path = tmp_path / "caught.py"
+    path.write_text(CAUGHT)
+    report = run_program(str(path), "torch")
+    assert (report.error_kind, report.caught, report.line, report.stack) == ("second-backward", True, 5, (12, 5))
 
 
 def test_report_round_trips_its_node_stack(tmp_path: Path) -> None:

@@ -151,9 +151,9 @@ def test_categorical_sample_frequencies(fresh) -> None:
 
 
 def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
-    """Samples have PyTorch's shapes, support and moments (their values come from the
-    numpy stream); Gamma.rsample is differentiable in the rate as PyTorch's is
-    (value = draw / rate), and refuses a concentration that requires grad."""
+    """Samples have PyTorch's shapes, support and moments; Gamma.rsample is
+    differentiable in the rate as PyTorch's is (value = draw / rate); Dirichlet.rsample
+    refuses a concentration that requires grad."""
     for L in (E, torch):
         L.manual_seed(0)
         D = L.distributions
@@ -168,7 +168,41 @@ def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
         s.sum().backward()
         np.testing.assert_allclose(rate.grad.numpy(), -(s.detach() / rate.detach()).numpy(), rtol=1e-5)
     with pytest.raises(NotSupportedByEngine, match="concentration that requires grad"):
-        E.distributions.Gamma(E.ones(3, requires_grad=True), 1.0).rsample()
+        E.distributions.Dirichlet(E.ones(3, requires_grad=True)).rsample()
+
+
+def _gamma_rsample_gradients(L) -> list:
+    """Concentrations in each branch of PyTorch's gradient (a draw below 0.8: Taylor
+    series; above 8: saddle point, near and far from the mean; else the rational fit),
+    float32 and float64, broadcast over a sample shape."""
+    L.manual_seed(3)
+    out = []
+    for dtype in (L.float32, L.float64):
+        a = L.tensor([0.05, 0.3, 0.9, 1.2, 2.5, 7.0, 12.0, 40.0], dtype=dtype, requires_grad=True)
+        r = L.tensor([1.0, 2.0, 0.5, 1.5, 1.0, 3.0, 0.7, 1.0], dtype=dtype, requires_grad=True)
+        x = L.distributions.Gamma(a, r).rsample((3,))
+        (x * L.arange(1.0, 4.0, dtype=dtype).unsqueeze(1)).sum().backward()
+        names, stack = [], [x.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is not None:
+                names.append(type(node).__name__)
+                stack.extend(n for n, _ in node.next_functions)
+        out += [x.detach().numpy(), a.grad.numpy(), r.grad.numpy(), sorted(names)]
+    return out
+
+
+def test_gamma_rsample_is_differentiable_in_the_concentration_as_pytorchs(fresh) -> None:
+    got, want = _gamma_rsample_gradients(E), _gamma_rsample_gradients(torch)
+    for g, w in zip(got, want):
+        if isinstance(w, list):
+            assert g == w
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-5)
+    a = E.ones(3, requires_grad=True)
+    x = E.distributions.Gamma(a, 1.0).rsample()
+    with pytest.raises(NotSupportedByEngine, match="create_graph"):
+        E.autograd.grad(x.sum(), a, create_graph=True)
 
 
 def _seeded_transformed_rsample(L) -> list:

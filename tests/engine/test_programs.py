@@ -1,7 +1,8 @@
 """Realistic training programs (GANs, RL agents, CNNs, RNN language models, PINNs,
 meta-learning, custom Functions, transformers; `programs/`) run on the engine and
 on real PyTorch: the engine must reach PyTorch's outcome (ok, or which graph error)
-at the same failing line. Programs using an API the engine does not model are
+at the same failing line, and print PyTorch's numbers (both started from the
+engine's default seed, `program_runner.py`). Programs using an API the engine does not model are
 listed with that API and must stay `unsupported` there until it is modelled (then
 this test fails and the entry goes)."""
 
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
+
+from agreement import mkl_on_intel  # noqa: E402
+from program_table import printed  # noqa: E402
 
 HERE = Path(__file__).parent
 PROGRAMS = sorted((HERE / "programs").glob("*.py"))
@@ -50,6 +54,14 @@ def test_program_agrees_with_pytorch(outcomes, name: str) -> None:
         return
     assert torch_["status"] in ("ok", "error") and torch_["error_kind"] != "other", torch_
     assert _key(engine) == _key(torch_), (engine, torch_)
+
+
+@pytest.mark.parametrize("name", [p.name for p in PROGRAMS])
+def test_program_prints_pytorchs_numbers(outcomes, name: str) -> None:
+    if mkl_on_intel():
+        pytest.skip("PyTorch may draw dropout masks and categorical samples through MKL here (docs/engine.md)")
+    engine, torch_ = outcomes[0][name]["output"], outcomes[1][name]["output"]
+    assert printed(engine, torch_) != "differ", (engine, torch_)
 
 
 def test_the_corpus_is_realistic_and_agrees(outcomes) -> None:

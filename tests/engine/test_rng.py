@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agreement import mkl_on_intel
 
 from tapelint_engine import facade as E
 
@@ -42,6 +43,19 @@ DRAWS = {
                                           for _ in range(3)]).float(),
     "categorical_sample": lambda L: L.distributions.Categorical(logits=L.randn(3, 5)).sample((4, 2)).float(),
     "dropout_then_randn": lambda L: L.cat([L.nn.Dropout(0.5)(L.ones(20)), L.randn(3)]),
+    # a loader draws a base seed per iteration (sequential too) and a shuffling
+    # sampler its own, which seeds the private generator of its permutation
+    "dataloader_shuffle": lambda L: L.cat([L.cat([b[0] for b in L.utils.data.DataLoader(
+        L.utils.data.TensorDataset(L.arange(10.0)), batch_size=4, shuffle=True)]) for _ in range(2)] + [L.rand(2)]),
+    "dataloader_sequential_then_rand": lambda L: L.cat(
+        [b for b in L.utils.data.DataLoader(L.arange(3.0), batch_size=2)] + [L.rand(3)]),
+    # gamma draws (Marsaglia-Tsang on the default stream; a concentration below 1 boosted)
+    "gamma_sample": lambda L: L.distributions.Gamma(L.tensor([0.4, 2.0, 5.0]), L.tensor([1.0, 2.0, 0.5])).sample((3,)),
+    "gamma_double_then_rand": lambda L: L.cat([L.distributions.Gamma(
+        L.tensor([0.2, 3.0], dtype=L.float64), L.tensor(1.5, dtype=L.float64)).rsample((4,)).flatten().float(),
+        L.rand(3)]),
+    "beta_sample": lambda L: L.distributions.Beta(L.tensor([0.5, 2.0]), L.tensor([3.0, 0.7])).sample((4,)),
+    "dirichlet_sample": lambda L: L.distributions.Dirichlet(L.tensor([[0.3, 1.0, 4.0], [2.0, 2.0, 0.9]])).sample((2,)),
     "init_normal_": lambda L: L.nn.init.normal_(L.zeros(3, 3), 0.0, 0.02),
     "init_xavier": lambda L: L.nn.init.xavier_uniform_(L.zeros(4, 6)),
     "init_kaiming_normal": lambda L: L.nn.init.kaiming_normal_(L.zeros(8, 5), nonlinearity="relu"),
@@ -57,18 +71,9 @@ MKL_ON_INTEL = {"bernoulli_scalar", "dropout_mask", "dropout_transposed", "dropo
                 "multinomial_without", "categorical_one"}
 
 
-def _mkl_on_intel() -> bool:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            intel = "GenuineIntel" in info.read(4096)
-    except OSError:
-        intel = False
-    return intel and torch.backends.mkl.is_available()
-
-
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_seeded_draws_are_pytorchs(fresh, name: str) -> None:
-    if name in MKL_ON_INTEL and _mkl_on_intel():
+    if name in MKL_ON_INTEL and mkl_on_intel():
         pytest.skip("PyTorch may draw this through MKL on Intel CPUs (docs/engine.md)")
     values = []
     for L in (torch, E):
