@@ -83,3 +83,32 @@ def test_a_training_function_run_at_a_call_sums_a_tracked_loss(tmp_path):
     reported = sorted((Path(r.path).name, d.code, d.range.start.line) for r in run.results for d in r.diagnostics)
     call = textwrap.dedent(FINETUNE).splitlines().index("train(model, loader, optimizer, 4)") + 1
     assert reported == [("finetune.py", "TL003", call)]
+
+
+ENGINE = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, config):
+            self.model = model
+            self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+            self._deepspeed_engine = config.plugin.shard_model(self.model)
+            self.model, self.optimizer = self._deepspeed_engine.prepare(self.model, self.optimizer)
+
+        def fit(self, batches):
+            for batch in batches:
+                loss = self.model(**batch).loss
+                self._deepspeed_engine.backward(loss)
+                {again}
+                self.optimizer.step()
+"""
+
+
+def test_a_runner_made_by_an_unseen_call_backwards_the_loss_it_is_given():
+    """LLaMA-Factory's trainer: `self._deepspeed_engine.backward(loss)` walks
+    `loss`, not the engine (a call's result the analysis cannot see into):
+    no reuse of the engine across steps, and the same loss backwarded twice
+    still is one."""
+    assert findings(ENGINE.format(again="pass")) == []
+    found = findings(ENGINE.format(again="self._deepspeed_engine.backward(loss)"))
+    assert [type(h).__name__ for h in found] == ["RepeatedHazard"]

@@ -4,7 +4,7 @@ BPTT's `h = h.detach()`, shaped after what the value is bound to."""
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -13,7 +13,7 @@ from tapelint.analysis.names import bindings, declared_outer
 from tapelint.analysis.shapes import ValueShape
 from tapelint.diagnostics import Edit
 from tapelint.fixes.context import SourceContext
-from tapelint.fixes.edits import builder, insert_before
+from tapelint.fixes.edits import builder, guarded, insert_before
 
 
 class Shape(str, Enum):
@@ -23,46 +23,63 @@ class Shape(str, Enum):
 
 @builder
 def carry_detach_edits(hazard: CarriedHazard, ctx: SourceContext) -> tuple[Edit, ...]:
-    """`h = h.detach()` as the first statement of each iteration: the loop body,
-    or for a step method (`self.h` carried between calls) the method body.
-    `tuple(t.detach() for t in h)` for a tuple state, and guarded by `if h is
-    not None:` when the value starts as None. The shape is what the analysis
-    saw bound to the value at each of its bindings in the scope (`_shape`);
-    unknown or conflicting: no edit."""
+    """`h = h.detach()` as the first statement of each iteration (`detach_placed`)."""
+    placed = detach_placed(hazard, ctx)
+    if placed is None:
+        return ()
+    first, lines = placed
+    return (insert_before(ctx, first, lines),)
+
+
+@guarded(cast(Optional[str], None))
+def detach_statement(hazard: CarriedHazard, ctx: SourceContext) -> Optional[str]:
+    """The statement that detaches the carried value (what the message quotes and
+    the fix inserts), None when no edit is possible."""
+    placed = detach_placed(hazard, ctx)
+    return placed[1][-1].strip() if placed is not None else None
+
+
+def detach_placed(hazard: CarriedHazard, ctx: SourceContext) -> Optional[tuple[cst.BaseStatement, list[str]]]:
+    """Where `h = h.detach()` goes and its lines: before the first statement of
+    the loop body, or for a step method (`self.h` carried between calls) of the
+    method body. `tuple(t.detach() for t in h)` for a tuple state, and guarded
+    by `if h is not None:` when the value starts as None. The shape is what the
+    analysis saw bound to the value at each of its bindings in the scope
+    (`_shape`); unknown or conflicting: None."""
     loop = hazard.loop
     name = hazard.value
     attribute = name.startswith("self.") and name[5:].isidentifier()
     if not (name.isidentifier() or attribute):
-        return ()
+        return None
     # `self.h` carried by a method that a loop elsewhere calls: `self` exists in
     # the method, not at the loop, so each call of the method is the iteration.
     method = _method_outside(ctx, hazard.definition, loop.node) if attribute and not loop.implicit else None
     if loop.implicit or method is not None:
         body = getattr(method or loop.node, "body", None)
         if not attribute or not isinstance(body, cst.IndentedBlock):
-            return ()
+            return None
         statements = list(body.body)
         if _is_docstring(statements[0]):
             statements = statements[1:]
     elif isinstance(loop.node, (cst.For, cst.While)) and isinstance(loop.node.body, cst.IndentedBlock):
         statements = list(loop.node.body.body)
     else:
-        return ()
+        return None
     if not statements:
-        return ()
+        return None
     scope = ctx.names.ancestor(method or loop.node, (cst.ClassDef,) if attribute else (cst.FunctionDef,)) or ctx.module
     if declared_outer(scope, name):
         scope = ctx.module  # `global h`/`nonlocal h`: its other bindings live outside
     found = bindings(scope, name)
     shapes = {_shape(hazard, value, index) for value, index in found if value is not None and not _is_none(value)}
     if len(shapes) != 1 or None in shapes:
-        return ()
+        return None
     shape = shapes.pop()
     detached = f"tuple(t.detach() for t in {name})" if shape is Shape.TUPLE else f"{name}.detach()"
     lines = [f"{name} = {detached}"]
     if any(_is_none(value) for value, _ in found):
         lines = [f"if {name} is not None:", f"{ctx.module.default_indent}{lines[0]}"]
-    return (insert_before(ctx, statements[0], lines),)
+    return statements[0], lines
 
 
 def _method_outside(ctx: SourceContext, definition: Optional[cst.CSTNode],

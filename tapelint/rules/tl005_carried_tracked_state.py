@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from tapelint.analysis.findings import CarriedHazard, HazardKind
 from tapelint.diagnostics import Diagnostic, FixKind, Safety
-from tapelint.fixes.carry_detach import carry_detach_edits
+from tapelint.fixes.carry_detach import carry_detach_edits, detach_statement
 from tapelint.fixes.edits import fix_of
 from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase, reuse_related, semantics_note
 
@@ -107,7 +109,7 @@ for step in range(3):
             f"(created at line {created}{inner}): the backward at line "
             f"{ctx.line_of(hazard.fails_at.call)} frees each iteration's graph, and the next iteration's "
             f"backward walks into it again through `{name}` and fails. Detach it where it is carried "
-            f"({_detaching(name)}), as truncated BPTT does." + semantics_note(hazard)
+            f"({_detaching(name, detach_statement(hazard, ctx))}), as truncated BPTT does." + semantics_note(hazard)
         )
         return self.diagnostic(
             hazard,
@@ -122,8 +124,12 @@ for step in range(3):
         )
 
 
-def _detaching(name: str) -> str:
-    """The statement that detaches a carried name; for an element of a container
-    (`w - 0.1 * w.sin()` in a list comprehension) an assignment to it is no code."""
+def _detaching(name: str, statement: Optional[str]) -> str:
+    """The statement that detaches a carried name: the fix's own when it has
+    one (`state = tuple(t.detach() for t in state)` for an LSTM's state); for an
+    element of a container (`w - 0.1 * w.sin()` in a list comprehension) an
+    assignment to it is no code."""
+    if statement is not None:
+        return f"`{statement}`"
     bound = name.isidentifier() or (name.startswith("self.") and name[5:].isidentifier())
     return f"`{name} = {name}.detach()`" if bound else "detach what the next iteration starts from"

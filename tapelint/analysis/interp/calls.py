@@ -30,6 +30,7 @@ from tapelint.analysis.model import (
     PartialRef,
     SelfRef,
     Tracked,
+    Value,
     tuple_of,
 )
 from tapelint.analysis.program import ClassInfo
@@ -169,8 +170,11 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
     if method == "backward" and not _defines_backward(frame, receiver):
         owner_name = (dotted_name(func.value) or "").split(".")[-1]
         first = args[0][1] if args and args[0][0] is None else EMPTY
-        named = owner_name in torch_api.BACKWARD_RUNNERS
-        if not known_tensors and first and (named or (_known_tensor(first) and not _wraps_backward(frame))):
+        named = owner_name.lstrip("_") in torch_api.BACKWARD_RUNNERS
+        # (a runner made by a call the analysis cannot see into, `self._deepspeed_engine =
+        # DistributedPlugin(...).shard_model(model)`, is that call's result, not a tensor)
+        runner = not known_tensors or (named and all(_unseen_result(v) for v in known_tensors))
+        if runner and first and (named or (_known_tensor(first) and not _wraps_backward(frame))):
             # `accelerator.backward(loss)`, `model_engine.backward(loss)`,
             # `self.strategy.backward(loss, model, optimizer)`: an object of a library
             # class that backwards the tensor it is given.
@@ -298,6 +302,12 @@ def _wraps_backward(frame: Frame) -> bool:
     wrapper handing its loss on: `self.precision_plugin.backward(loss)`)? It
     runs when its caller backwards, not once per step of its own."""
     return type(frame.scope) is cst.FunctionDef and frame.scope.name.value == "backward"
+
+
+def _unseen_result(value: Value) -> bool:
+    """The result of a call whose graph is unknown (not a tensor op, not a layer)."""
+    node = value.node if isinstance(value, Carried) else value
+    return isinstance(node, AbstractNode) and node.saves is Saves.UNKNOWN and not node.leaf
 
 
 def _known_tensor(vals: Vals) -> bool:
