@@ -52,6 +52,10 @@ class Plant:
     # Other lines of the same file where the expected finding may start: the
     # later definitions of a value that flows on (`value` -> `b_values`).
     also: tuple[int, ...] = ()
+    # The file the finding is reported in, when not the planted one: a hazard
+    # inside a function that only a caller's model makes tracked is reported
+    # at that caller's call (`line` is then in this file).
+    reported_in: str = ""
 
 
 # The metric line trl's DPO and GRPO trainers share; the plants drop its `.item()`.
@@ -175,8 +179,8 @@ PLANTS: tuple[Plant, ...] = (
         "llama-recipes", "src/llama_cookbook/utils/train_utils.py",
         "                    total_loss += loss.detach().float()",
         "                    total_loss += loss.float()",
-        "TL003", 153, "Llama fine-tuning: epoch loss summed without detach (model passed in from another file)",
-        llm=True,
+        "TL003", 405, "Llama fine-tuning: epoch loss summed without detach (reported at finetuning.py's train() call,"
+        " which passes the library model)", llm=True, reported_in="src/llama_cookbook/finetuning.py",
     ),
     Plant(
         "llm.c", "train_gpt2.py",
@@ -247,7 +251,8 @@ def judge(plant: Plant, before: set[tuple[str, str, int]], after: set[tuple[str,
     expected = (plant.line, *plant.also)
     near = [
         f for f in new
-        if f[0] == plant.file and f[1] == plant.rule and any(abs(f[2] - line) <= NEAR for line in expected)
+        if f[0] == (plant.reported_in or plant.file) and f[1] == plant.rule
+        and any(abs(f[2] - line) <= NEAR for line in expected)
     ]
     if near:
         return Outcome(plant, "found", f"line {near[0][2]}")
@@ -298,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"{'#':>2} {'project':27} {'file:line':58} {'rule':5} {'LLM':3}  result")
     for (n, plant), outcome in zip(chosen, outcomes):
-        where = f"{plant.file}:{plant.line}"
+        where = f"{plant.reported_in or plant.file}:{plant.line}"
         print(f"{n:2} {plant.project:27} {where:58} {plant.rule:5} {'yes' if plant.llm else '':3}  "
               f"{outcome.verdict}  ({outcome.detail})")
         print(f"{'':3}{plant.hazard}")
