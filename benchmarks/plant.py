@@ -236,6 +236,7 @@ def findings(root: str, semantics: str, jobs: int) -> set[tuple[str, str, int]] 
          "--jobs", str(jobs), "--exclude", "*.ipynb", root],
         capture_output=True,
         text=True,
+        cwd=root,  # as a user runs it, from the project: its root (and `src/`) resolve imports
     )
     try:  # exit 2 with a report: some file hit an internal error, the others were checked
         report = json.loads(done.stdout)
