@@ -142,3 +142,15 @@ def test_a_value_backwarded_in_either_arm_is_one_finding() -> None:
         assert d.code == code and d.fails_under == (Semantics.TORCH, Semantics.STRICT)
         assert sorted(r.range.start.line for r in d.related if r.role is Role.FAILS_AT) == (
             [16, 18] if code == "TL001" else [18, 20])
+
+
+def test_messages_quote_the_statement_their_fix_writes() -> None:
+    """TL003 on a tensor-or-number (`loss if c else 0.0`) says `float(...)`,
+    as its edit does; TL005 on an LSTM's `(h, c)` says the tuple detach."""
+    path = FIXTURES_DIR / "tl003_loss_or_zero_accumulated.py"
+    [accumulated] = [d for d in lint_source(path.read_text(encoding="utf-8"), str(path), Settings()).diagnostics
+                     if d.code == "TL003"]
+    edits = [e.new_text for f in accumulated.fixes for e in f.edits]
+    assert any(t.startswith("float(") for t in edits) and f"`{edits[0]}`" in accumulated.message
+    [carried] = diagnostics("tl005_lstm_hidden_tuple_no_detach.py", "TL005")
+    assert "`state = tuple(t.detach() for t in state)`" in carried.message

@@ -5,6 +5,7 @@ every other use of the total allows it."""
 from __future__ import annotations
 
 from enum import Enum
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -131,6 +132,15 @@ def _use_kind(ctx: SourceContext, node: cst.CSTNode, as_list: bool) -> TotalUse:
                 return TotalUse.OTHER
         else:
             return TotalUse.OTHER
+
+
+@guarded(cast(Optional[str], None))
+def number_read(hazard: AccumulationHazard, ctx: SourceContext) -> Optional[str]:
+    """The accumulated value read out as a number, as the fix writes it
+    (`float(term)` for `term = loss if c else 0.0`, else `loss.item()`), for
+    the message to quote what the edit does; None when the fix has no edit."""
+    edits = _value_edits(hazard, ctx, "item")
+    return edits[0].new_text if edits else None
 
 
 def scalar_like(hazard: AccumulationHazard) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tapelint.analysis.findings import AccumulationHazard, HazardKind
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
 from tapelint.fixes.edits import quoted_method_call
-from tapelint.fixes.item import accumulation_fixes
+from tapelint.fixes.item import accumulation_fixes, number_read
 from tapelint.rules.base import Invalid, ReportContext, Rule, Valid, loop_phrase
 
 
@@ -198,7 +198,8 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
     def report(self, hazard: AccumulationHazard, ctx: ReportContext) -> Diagnostic:
         total = ctx.code_of(hazard.accumulator_target)
         value = hazard.value
-        item, detach = quoted_method_call(value, "item"), quoted_method_call(value, "detach")
+        item = number_read(hazard, ctx) or quoted_method_call(value, "item")
+        detach = quoted_method_call(value, "detach")
         loop = loop_phrase(hazard, ctx)
         if hazard.retention_with_backward:
             message = (
