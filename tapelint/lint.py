@@ -19,6 +19,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import libcst as cst
 
@@ -127,8 +128,9 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
             continue
         rule = rule_class()
         for item in located:
+            placed = replace(ctx, origins=item.origins) if item.origins else ctx
             # Under --semantics torch, a reuse that only a strict tape rejects is not reported.
-            for diagnostic in rule.check((item.hazard,), ctx, settings.semantics):
+            for diagnostic in rule.check((item.hazard,), placed, settings.semantics):
                 diagnostic = with_origins(diagnostic, item.origins, path, positions)
                 found.setdefault((diagnostic.code, diagnostic.range), diagnostic)
     return tuple(sorted(found.values(), key=lambda d: d.sort_key))

@@ -154,3 +154,69 @@ def test_messages_quote_the_statement_their_fix_writes() -> None:
     assert any(t.startswith("float(") for t in edits) and f"`{edits[0]}`" in accumulated.message
     [carried] = diagnostics("tl005_lstm_hidden_tuple_no_detach.py", "TL005")
     assert "`state = tuple(t.detach() for t in state)`" in carried.message
+
+
+# As llama-recipes writes it: the total adds the loss before it is scaled and
+# backwarded, so the library alone cannot know `model` makes a tracked loss;
+# only a caller that passes a module finds the hazard.
+_LIBRARY_TRAIN = """\
+def train(model, batches, steps):
+    total_loss = 0.0
+    for x in batches:
+        loss = model(x).pow(2).mean()
+        total_loss += loss
+        loss = loss / steps
+        loss.backward()
+    return total_loss
+"""
+
+
+def _library_project(tmp_path: Path, callers: dict[str, str], library: str = _LIBRARY_TRAIN) -> list:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "train_utils.py").write_text(library)
+    for name, text in callers.items():
+        (tmp_path / name).write_text(text)
+    run = lint_files(sorted(str(p) for p in tmp_path.rglob("*.py")), Settings(), jobs=1)
+    return [d for r in run.results for d in r.diagnostics]
+
+
+_SCRIPT = ("import torch\nimport torch.nn as nn\n\nfrom lib.train_utils import train\n\n\n"
+           "def main():\n    return train(nn.Linear(3, 1), [torch.randn(2, 3) for _ in range(3)], 2)\n")
+
+
+def test_an_accumulation_inside_another_files_function_is_named_as_that_file_writes_it(tmp_path: Path) -> None:
+    """The loop and its `+=` are in `train`; this file's call passes the
+    module that makes the loss tracked. The message quotes the statement and
+    the function, not the call twice (`train(...)` accumulates `train(...)`)."""
+    [d] = _library_project(tmp_path, {"script.py": _SCRIPT})
+    assert (Path(d.path).name, d.code, d.range.start.line) == ("script.py", "TL003", 8)
+    assert d.message.startswith("`train(nn.Linear(3, 1), ...)` runs `total_loss += loss` in a loop of `train`"
+                                " (train_utils.py), where `loss` is tracked with what this call passes: every"
+                                " iteration's graph stays reachable from `total_loss`")
+    assert "Accumulate `loss.item()` (or `loss.detach()`) in `train` (train_utils.py) instead." in d.message
+    assert sorted(f.description for f in d.fixes) == [
+        "accumulate `loss.detach()`, a tensor without graph, in `train` (train_utils.py)",
+        "accumulate `loss.item()`, a Python number, in `train` (train_utils.py)"]
+    assert all(not f.edits for f in d.fixes)  # the edit is in the other file
+
+
+def test_calls_of_several_files_into_one_hazard_are_one_finding(tmp_path: Path) -> None:
+    """A library loop reached from a script and from two tests that run the
+    script's `main()`: one finding, at the first call in path order, the
+    others its related locations."""
+    test = "from script import main\n\n\ndef test_main():\n    main()\n"
+    found = _library_project(tmp_path, {"script.py": _SCRIPT, "test_a.py": test, "test_b.py": test})
+    [d] = found
+    assert (Path(d.path).name, d.range.start.line) == ("script.py", 8)
+    also = sorted((Path(r.path).name, r.range.start.line, r.role) for r in d.related
+                  if r.message == "the same hazard, reached through this call too")
+    assert also == [("test_a.py", 5, Role.ACCUMULATOR), ("test_b.py", 5, Role.ACCUMULATOR)]
+
+
+def test_an_accumulation_the_library_reports_itself_is_not_repeated_at_its_callers(tmp_path: Path) -> None:
+    """With a backward of the loss in the library's loop, the library's own
+    analysis finds the hazard: the script's call adds no copy."""
+    library = _LIBRARY_TRAIN.replace("        loss = loss / steps\n", "")
+    [d] = _library_project(tmp_path, {"script.py": _SCRIPT}, library)
+    assert (Path(d.path).name, d.code, d.range.start.line) == ("train_utils.py", "TL003", 5)

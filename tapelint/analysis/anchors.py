@@ -18,7 +18,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from tapelint.analysis.abbreviations import abbreviate
-from tapelint.analysis.findings import Hazard, HazardKind
+from tapelint.analysis.findings import AccumulationHazard, Hazard, HazardKind
 from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
 from tapelint.analysis.program import Program
 from tapelint.analysis.syntax import walk_nodes
@@ -142,7 +142,8 @@ class _Placer:
                 changes[f.name] = None  # an argument of another file's call: no edit here
             else:
                 changes[f.name] = call
-            if f.name == "definition" and hazard.kind is not HazardKind.CARRIED and self._named_in(hazard.value, fn):
+            if (f.name == "definition" and hazard.kind is not HazardKind.CARRIED and self._named_in(hazard.value, fn)
+                    and not self._accumulates_inside(hazard)):
                 # the name is the other function's (`out`): show the call that returns it here
                 changes["value"] = abbreviate(self.root.module.code_for_node(call))
         if not changes:
@@ -151,6 +152,11 @@ class _Placer:
         if "definition" in changes and anchor is not None and changes.get("anchor", anchor) is changes["definition"]:
             changes["anchor"] = None  # both at the one call of this file
         return Located(replace(hazard, **changes), tuple(origins))  # type: ignore[arg-type]
+
+    def _accumulates_inside(self, hazard: Hazard) -> bool:
+        """Is the accumulating statement of `hazard` in another module? Its
+        value is then named as there (`loss.float()`, in `train`), not by our call."""
+        return isinstance(hazard, AccumulationHazard) and self._foreign(hazard.accumulator) is not None
 
     def _named_in(self, value: str, fn: cst.FunctionDef) -> bool:
         names = self.names.get(fn)

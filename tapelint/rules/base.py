@@ -8,11 +8,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import ClassVar, Generic, TypeVar, Union, cast
+from typing import ClassVar, Generic, Optional, TypeVar, Union, cast
 
 import libcst as cst
 
 from tapelint.analysis.abbreviations import abbreviate
+from tapelint.analysis.anchors import Origin
 from tapelint.analysis.findings import (
     AccumulationHazard,
     CarriedHazard,
@@ -31,10 +32,17 @@ from tapelint.fixes.context import SourceContext
 @dataclass(frozen=True)
 class ReportContext(SourceContext):
     """What a rule needs to turn a hazard into a diagnostic: the path as the
-    user gave it, and what the fixes read of the module (positions computed
-    lazily, only for the nodes a diagnostic names)."""
+    user gave it, what the fixes read of the module (positions computed
+    lazily, only for the nodes a diagnostic names), and, for a hazard placed
+    at a call of this file, where its parts really are (`analysis.anchors`)."""
 
     path: str
+    origins: tuple[Origin, ...] = ()
+
+    def origin(self, role: Role) -> Optional[Origin]:
+        """Where the part `role` of the hazard being reported really is, when
+        it is in another file."""
+        return next((o for o in self.origins if o.role is role), None)
 
 
 @dataclass(frozen=True)

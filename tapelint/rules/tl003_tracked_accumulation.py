@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+import libcst as cst
+
+from tapelint.analysis.abbreviations import abbreviate
+from tapelint.analysis.anchors import Origin
 from tapelint.analysis.findings import AccumulationHazard, HazardKind
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
 from tapelint.fixes.edits import quoted_method_call
@@ -201,6 +207,9 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
         item = number_read(hazard, ctx) or quoted_method_call(value, "item")
         detach = quoted_method_call(value, "detach")
         loop = loop_phrase(hazard, ctx)
+        inside = ctx.origin(Role.ACCUMULATOR)
+        if inside is not None:
+            return self._report_inside(hazard, ctx, inside, item, detach)
         if hazard.retention_with_backward:
             message = (
                 f"`{total}` accumulates `{value}` across the iterations of {loop}: every iteration's graph "
@@ -233,3 +242,49 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
                 detach=f"accumulate `{detach}`, a tensor without graph",
             ),
         )
+
+    def _report_inside(self, hazard: AccumulationHazard, ctx: ReportContext, inside: Origin, item: str,
+                       detach: str) -> Diagnostic:
+        """The accumulation runs in another file's function, called here with
+        what makes its value tracked (the model this file passes): the
+        message names the statement as that file writes it; its edits belong
+        to that file, so the fixes here only describe them."""
+        call = abbreviate(ctx.code_of(hazard.accumulator))
+        statement = abbreviate(inside.module.code_for_node(inside.node).strip())
+        total = abbreviate(inside.module.code_for_node(_total_of(inside.node)).strip())
+        where = f"`{inside.function}` ({os.path.basename(inside.path)})"
+        value = hazard.value
+        if hazard.retention_with_backward:
+            effect = (f"every iteration's graph stays reachable from `{total}`, so memory grows with the number "
+                      f"of steps (and a backward of `{total}` would walk old iterations again)")
+        else:
+            effect = (f"its loop runs no backward and no `torch.no_grad()`, so every iteration's activations stay "
+                      f"alive through `{total}` and memory grows until it runs out")
+        message = (f"`{call}` runs `{statement}` in a loop of {where}, where `{value}` is tracked with what this "
+                   f"call passes: {effect}. Accumulate `{item}` (or `{detach}`) in {where} instead.")
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=hazard.accumulator,
+            message=message,
+            related=(Related(Role.ACCUMULATOR, ctx.path, ctx.range_of(hazard.accumulator),
+                             f"this call runs `{statement}` in a loop of {where}"),),
+            fixes=accumulation_fixes(
+                hazard,
+                ctx,
+                item=f"accumulate `{item}`, a Python number, in {where}",
+                detach=f"accumulate `{detach}`, a tensor without graph, in {where}",
+            ),
+        )
+
+
+def _total_of(statement: cst.CSTNode) -> cst.CSTNode:
+    """The total an accumulating statement adds into (`total_loss` of
+    `total_loss += ...`, `= total_loss + ...`, `losses.append(...)`)."""
+    if isinstance(statement, cst.AugAssign):
+        return statement.target
+    if isinstance(statement, cst.Assign):
+        return statement.targets[0].target
+    if isinstance(statement, cst.Call) and isinstance(statement.func, cst.Attribute):
+        return statement.func.value
+    return statement
