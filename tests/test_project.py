@@ -215,6 +215,37 @@ def test_the_src_layout_is_a_root_without_configuration(tmp_path):
     assert lint(train, Settings(project_root=str(tmp_path), src=(str(tmp_path / "lib"),))) == []
 
 
+@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.py", "setup.cfg", ".git/HEAD"])
+def test_without_configuration_the_project_marker_is_the_root_from_any_directory(tmp_path, monkeypatch, marker):
+    """No `[tool.tapelint]`: the nearest folder above the file with a
+    project marker is the root, so `tapelint check /path/to/project` finds
+    the src layout's modules whatever the working directory."""
+    project = tmp_path / "project"
+    write(project, {
+        marker: "",
+        "src/mylib/__init__.py": "",
+        "src/mylib/nets.py": MODEL,
+        "scripts/train.py": HOISTED.format(imports="from mylib.nets import Net", make="Net()"),
+    })
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert lint(project / "scripts" / "train.py") == [("TL001", 4)]
+
+
+def test_without_a_marker_the_working_directory_is_the_root(tmp_path, monkeypatch):
+    write(tmp_path, {
+        "src/mylib/__init__.py": "",
+        "src/mylib/nets.py": MODEL,
+        "scripts/train.py": HOISTED.format(imports="from mylib.nets import Net", make="Net()"),
+    })
+    train = tmp_path / "scripts" / "train.py"
+    monkeypatch.chdir(tmp_path / "scripts")
+    assert lint(train) == []  # from scripts/, the root's src/ would be scripts/src
+    monkeypatch.chdir(tmp_path)
+    assert lint(train) == [("TL001", 4)]
+
+
 def test_torch_is_never_first_party(tmp_path):
     """A directory called `torch` under a root does not replace the vocabulary."""
     write(tmp_path, {"torch/__init__.py": "def exp(x):\n    return x\n", "models.py": MODEL,

@@ -6,7 +6,9 @@ can store it).
 An import is first-party when it names a file under a root. Roots, in
 order: the importing file's own directory (relative imports count from it),
 the configured `src` directories, the project root (where the configuration
-was found, else the current directory). `torch` is never first-party: it is
+was found; else the nearest folder above the file that holds a
+`pyproject.toml`, `setup.py`, `setup.cfg` or `.git`, so a run gives the same
+findings from any working directory; else the current directory). `torch` is never first-party: it is
 the vocabulary (`torch_api`), whatever the roots hold. A name that resolves
 to no file, or to a file that cannot be read or parsed, or is too large, is
 treated exactly as before project analysis: as a library name.
@@ -130,9 +132,25 @@ def roots_for(path: str, src: Sequence[str], project_root: str) -> tuple[str, ..
     folder, the configured `src` folders, the project root, and, when no `src`
     is configured, the root's `src/` (the src layout, as ruff's default)."""
     own = os.path.dirname(os.path.abspath(path))
-    root = project_root or os.getcwd()
+    root = project_root or marked_root(own) or os.getcwd()
     roots = [own, *src, root, *(() if src else (os.path.join(root, "src"),))]
     return tuple(dict.fromkeys(os.path.abspath(r) for r in roots))
+
+
+# What marks a project's top folder when no configuration says where it is.
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def marked_root(directory: str) -> str:
+    """The nearest folder at or above `directory` holding a project marker, or ''
+    (each look a fact the result relies on: a marker added later moves the root)."""
+    while True:
+        if any(reads.path_state(os.path.join(directory, marker)) != reads.MISSING for marker in _PROJECT_MARKERS):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return ""
+        directory = parent
 
 
 def find_absolute(dotted: str, roots: Sequence[str]) -> Optional[str]:
