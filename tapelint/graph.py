@@ -11,11 +11,14 @@ PNG rendered when Graphviz is installed: the `graphviz` Python package, the
   shaded; the node the failing backward needed highlighted; the two backward
   calls marked;
 * the **abstract graph** of a static finding (`tapelint check FILE --graph
-  DIR`): the definition, the loop, both backwards (or the accumulator).
+  DIR`): the definition, the loop, both backwards (or the accumulator; for
+  TL007 the walk that kept the graph, if any, and the step that changed what
+  it saved).
 
 The static picture reads only the hazard fields the rules read (`value`,
-`definition`, `loop`, `first_backward`, `fails_at`, and TL003's
-`accumulator`), through `getattr` where a kind has no such field.
+`definition`, `loop`, `first_backward`, `fails_at`, TL003's
+`accumulator`, TL007's `kept_by`, `step` and `module`), through `getattr`
+where a kind has no such field.
 """
 
 from __future__ import annotations
@@ -159,16 +162,26 @@ def static_dot(hazard: Any, place: Callable[[Any], Place], title: str) -> str:
     members = ["definition"]
     loop = getattr(hazard, "loop", None)
     loop_place = place(loop.node) if loop is not None else None
-    for key, event, label, attrs in (
-        ("first", getattr(hazard, "first_backward", None), "frees its graph", {}),
-        ("fails", getattr(hazard, "fails_at", None), "walks it again: fails", {"color": NEEDED, "fontcolor": NEEDED}),
+    step = getattr(hazard, "step", None)  # TL007: the graph is stale, not freed
+    failing = ("walks it after the step: fails", "walked after the step") if step is not None else (
+        "walks it again: fails", "walked again")
+    for key, event, label, edge, attrs in (
+        ("first", getattr(hazard, "first_backward", None), "frees its graph", "walked by", {}),
+        ("first", getattr(hazard, "kept_by", None), "keeps its graph (retain_graph=True)", "walked by", {}),
+        ("fails", getattr(hazard, "fails_at", None), *failing, {"color": NEEDED, "fontcolor": NEEDED}),
     ):
         if event is None:
             continue
         at = place(event.call)
         dot = dot.node(key, label=f"{at.text}\nline {at.line}\n{label}", shape="note", **attrs)
-        dot = dot.edge("definition", key, label="walked by" if key == "first" else "walked again", **attrs)
+        dot = dot.edge("definition", key, label=edge, **attrs)
         members.append(key)
+    if step is not None:
+        at = place(step.call)
+        dot = dot.node("step", label=f"{at.text}\nline {at.line}\nchanges `{hazard.module}`'s parameters in place",
+                       shape="note", color=NEEDED, fontcolor=NEEDED)
+        dot = dot.edge("step", "definition", label="modifies what it saved", color=NEEDED, style="dashed")
+        members.append("step")
     accumulator = getattr(hazard, "accumulator", None)
     if accumulator is not None:
         at = place(accumulator)

@@ -271,3 +271,14 @@ def test_without_graphviz_only_dot_is_written(tmp_path: Path, monkeypatch) -> No
     message = graph.write(graph.Dot().node("a").text("t"), str(tmp_path / "g"), ("svg",))
     assert message == f"graph written to {tmp_path / 'g.dot'} ({graph.GRAPHVIZ_HINT})"
     assert [p.name for p in tmp_path.iterdir()] == ["g.dot"]
+
+
+def test_check_graph_draws_tl007s_kept_walk_and_step(tmp_path: Path) -> None:
+    """A stale graph: the walk that kept it, the step that changed what it
+    saved (with its module), and the failing walk after the step."""
+    main(["check", str(FIXTURES / "tl007_gan_retain_then_step.py"), "--graph", str(tmp_path), "-q"])
+    gan = parse(next(tmp_path.glob("*TL007-29.dot")).read_text())
+    assert gan.nodes["first"]["label"] == "d_loss.backward(retain_graph=True)\nline 25\nkeeps its graph (retain_graph=True)"
+    assert gan.nodes["step"]["label"] == "optimizer_D.step()\nline 26\nchanges `discriminator`'s parameters in place"
+    assert gan.nodes["fails"]["label"] == "g_loss.backward()\nline 29\nwalks it after the step: fails"
+    assert ("step", "definition") in {(tail, head) for tail, head, _ in gan.edges}
