@@ -194,6 +194,29 @@ PLANTS: tuple[Plant, ...] = (
         "                        total_loss += loss",
         "TL003", 1068, "diffusion trainer: gradient-accumulation loss summed as a tensor",
     ),
+    # Held out (seventh session): planted before this session's analysis
+    # changes were merged, into projects no plant had touched.
+    Plant(
+        "pytorch-playground", "mnist/train.py",
+        "                test_loss += F.cross_entropy(output, target).data",
+        "                test_loss += F.cross_entropy(output, target)",
+        "TL003", 108, "legacy MNIST evaluation (`volatile=True`, a no-op since 0.4): test loss summed with its graph,"
+        " model from model.py",
+    ),
+    Plant(
+        "DeepRL", "deep_rl/agent/DDPG_agent.py",
+        "            phi = self.network.feature(states)",
+        "            # phi reused from the critic update",
+        "TL002", 98, "DDPG: the actor step reuses the critic step's features, whose graph critic_loss.backward() freed",
+        after="            self.network.critic_opt.step()",
+    ),
+    Plant(
+        "pytorch-maml", "maml/metalearners/maml.py",
+        "        results['mean_outer_loss'] = mean_outer_loss.item()",
+        "        results['mean_outer_loss'] = mean_outer_loss",
+        "TL003", 214, "MAML evaluation: the running mean of outer losses (yielded by a generator) keeps every"
+        " batch's second-order graph",
+    ),
 )
 
 

@@ -199,6 +199,10 @@ class _UseFinder(cst.CSTVisitor):
         self.uses: list[bool] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        normalised = self._normalisation(node)
+        if normalised is not None:
+            normalised.visit(self)  # `total /= n`: the metric averaged; what `n` reads still counts
+            return False
         if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == self.name:
             self.uses.append(self._reporting(node))
             return False
@@ -208,6 +212,19 @@ class _UseFinder(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self.stack and self.stack[-1] is original_node:
             self.stack.pop()
+
+    def _normalisation(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        """For `total /= n` or `total = total / n` (an average: still the same
+        metric, neither shown nor computed with), the divisor `n`."""
+        if (isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign))
+                and dotted_name(node.target) == self.name):
+            return node.value
+        if (isinstance(node, cst.Assign) and len(node.targets) == 1 and dotted_name(node.targets[0].target) == self.name
+                and isinstance(node.value, cst.BinaryOperation)
+                and isinstance(node.value.operator, (cst.Divide, cst.FloorDivide))
+                and dotted_name(node.value.left) == self.name):
+            return node.value.right
+        return None
 
     def _reporting(self, use: cst.CSTNode) -> bool:
         child: cst.CSTNode = use
