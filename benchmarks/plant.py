@@ -204,11 +204,11 @@ PLANTS: tuple[Plant, ...] = (
         " model from model.py",
     ),
     Plant(
-        "DeepRL", "deep_rl/agent/DDPG_agent.py",
-        "            phi = self.network.feature(states)",
-        "            # phi reused from the critic update",
-        "TL002", 98, "DDPG: the actor step reuses the critic step's features, whose graph critic_loss.backward() freed",
-        after="            self.network.critic_opt.step()",
+        "DeepRL", "deep_rl/agent/PPO_agent.py",
+        "        entries = EntryCLS(*list(map(lambda x: x.detach(), entries)))",
+        "        entries = EntryCLS(*list(entries))",
+        "TL001", 65, "PPO: rollout entries (log_pi_a with the rollout's graph) no longer detached, walked by every"
+        " minibatch of every epoch", also=(63, 76),
     ),
     Plant(
         "pytorch-maml", "maml/metalearners/maml.py",

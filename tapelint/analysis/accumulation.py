@@ -79,15 +79,15 @@ class Accumulations:
                 continue
             if acc.node is not None and _feeds_the_loss(store, acc):
                 continue  # carried state that the loss is computed from: TL005's
-            fresh = [v for v in acc.added if isinstance(v, AbstractNode) and acc.loop in v.loops
-                     and store.is_tracked(v)]
+            fresh = [v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
+                     and _made_per_iteration(v, acc)]
             if not fresh or not _outlives(acc):
                 continue
             if _backwarded_after(store, acc):
                 continue
             with_backward = _walked_in_loop(store, acc, fresh)
             if not with_backward:
-                if not any(_loss_like(v) for v in fresh):
+                if not any(_made_from_a_loss(v, acc) for v in fresh):
                     continue
                 if not _only_reported_after(self.loop_sites, acc):
                     continue
@@ -104,6 +104,39 @@ class Accumulations:
                 also=(),
             )
         return found
+
+
+def _yielded_per_iteration(value: AbstractNode, acc: Accumulation) -> bool:
+    """Was `value` made in a loop, under a generator function that `acc`'s
+    loop consumes (`for results in self.evaluate_iter(loader)`, which calls
+    `get_outer_loss`)? Each iteration then gets a new one, made on demand, as
+    if made in the loop itself."""
+    if not value.loops or any(loop in value.loops for loop in acc.loops):
+        return False
+    return any(type(e) is cst.FunctionDef and _is_generator(e) for e in value.context)
+
+
+def _is_generator(function: cst.FunctionDef) -> bool:
+    found = _Yields()
+    function.body.visit(found)
+    return found.any
+
+
+class _Yields(cst.CSTVisitor):
+    """Finds a `yield` of the function itself (not of a nested def or lambda)."""
+
+    def __init__(self) -> None:
+        self.any = False
+
+    def visit_Yield(self, node: cst.Yield) -> bool:
+        self.any = True
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
 
 def _feeds_the_loss(store: StoreView, acc: Accumulation) -> bool:
@@ -160,6 +193,19 @@ def _backwarded_after(store: StoreView, acc: Accumulation) -> bool:
             if id(node) in accumulated:
                 return True
     return False
+
+
+def _made_from_a_loss(node: AbstractNode, acc: Accumulation, depth: int = 3) -> bool:
+    """Is `node`, or what this iteration computed it from a few operations up
+    (a running mean `(loss - mean) / count`), a loss?"""
+    if _loss_like(node):
+        return True
+    return depth > 0 and any(isinstance(p, AbstractNode) and _made_per_iteration(p, acc)
+                             and _made_from_a_loss(p, acc, depth - 1) for p in node.parents)
+
+
+def _made_per_iteration(value: AbstractNode, acc: Accumulation) -> bool:
+    return acc.loop in value.loops or _yielded_per_iteration(value, acc)
 
 
 def _loss_like(node: AbstractNode) -> bool:
