@@ -471,6 +471,9 @@ def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef,
     if method == "clear":
         state.env[lst.key] = EMPTY
         return EMPTY
+    if method == "items":  # (key, value) pairs: the keys are no tensors the analysis knows
+        pairs = frozenset((tuple_of((EMPTY, state.env.get(lst.key, EMPTY))),))
+        return frozenset((frame.new_list(call, pairs, state),))
     if method in torch_api.LIST_GETTERS:
         return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
     return EMPTY
