@@ -160,6 +160,7 @@ PLANTS: tuple[Plant, ...] = (
         "                with torch.enable_grad():",
         "TL001", 420, "RLHF rollouts: logprobs/values computed with grad, stored, reused across PPO epochs", llm=True,
         after="                position_ids.masked_fill_(attention_mask == 0, 1)",
+        also=(472, 473),  # the per-sample slices of those values that the store keeps
     ),
     # Held out (sixth session): planted into projects first linted after the
     # rules were tuned, so these measure recall on code they were not tuned on.

@@ -27,6 +27,8 @@ from tapelint.diagnostics import Role
 _ROLES = {"definition": Role.DEFINITION, "first_backward": Role.FIRST_BACKWARD, "fails_at": Role.FAILS_AT,
           "accumulator": Role.ACCUMULATOR, "kept_by": Role.FIRST_BACKWARD, "step": Role.STEP}
 Event = Union[BackwardEvent, StepEvent]
+# Hazards reported at their definition, the backwards only related locations.
+_AT_DEFINITION = frozenset((HazardKind.HOISTED, HazardKind.CARRIED))
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class _Placer:
         self.members: dict[cst.FunctionDef, set[int]] = {}
         self.names: dict[cst.FunctionDef, set[str]] = {}
         self.events: dict[int, Event] = {}
+        self.own: Optional[set[int]] = None  # ids of the root module's nodes, when asked
 
     def _crossings(self, chain: tuple) -> Iterable[tuple[Optional[cst.Call], cst.FunctionDef]]:
         """Each function of another module in `chain`, with the last call of
@@ -108,26 +111,36 @@ class _Placer:
         origins: list[Origin] = []
         changes: dict[str, object] = {}
         events = [f.name for f in fields(hazard) if isinstance(getattr(hazard, f.name), (BackwardEvent, StepEvent))]
+        inherited = hazard.kind in _AT_DEFINITION
         for name in events:
             event = getattr(hazard, name)
-            moved = self._event(event, name, origins)
+            moved = self._event(event, name, origins, inherited)
             if moved is None:
                 return None
             changes[name] = moved
         for f in fields(hazard):  # `also_fails_at`: more walks of the same hazard
             value = getattr(hazard, f.name)
             if isinstance(value, tuple) and value and all(isinstance(e, BackwardEvent) for e in value):
-                moved_all = [self._event(e, "fails_at", origins) for e in value]
+                moved_all = [self._event(e, "fails_at", origins, inherited) for e in value]
                 if any(e is None for e in moved_all):
                     return None
                 changes[f.name] = tuple(moved_all)
-        fallback = next((e.call for e in changes.values() if isinstance(e, BackwardEvent)), None)
+        # (not a base class an inherited backward was placed at: a definition goes to a call)
+        fallback = next((e.call for e in changes.values()
+                         if isinstance(e, BackwardEvent) and type(e.call) is cst.Call), None)
         for f in fields(hazard):
             value = getattr(hazard, f.name)
             if f.name in events or f.name in changes or not isinstance(value, (cst.CSTNode, Loop)):
                 continue
             node = value.node if isinstance(value, Loop) else value
             found = self._foreign(node)
+            if found is None and not self._in_root(node):
+                # in another module, yet reached by no call of this one (a container
+                # an inherited method made): a role must be placed, a detail is dropped
+                if f.name in _ROLES or isinstance(value, Loop):
+                    return None
+                changes[f.name] = None
+                continue
             if found is None:
                 continue
             call, fn = found
@@ -158,25 +171,52 @@ class _Placer:
         value is then named as there (`loss.float()`, in `train`), not by our call."""
         return isinstance(hazard, AccumulationHazard) and self._foreign(hazard.accumulator) is not None
 
+    def _in_root(self, node: cst.CSTNode) -> bool:
+        if self.own is None:
+            self.own = {id(n) for n in walk_nodes(self.root.module)}
+        return id(node) in self.own
+
     def _named_in(self, value: str, fn: cst.FunctionDef) -> bool:
         names = self.names.get(fn)
         if names is None:
             names = self.names[fn] = {n.value for n in walk_nodes(fn) if type(n) is cst.Name}
         return value.split(".")[0] in names
 
-    def _event(self, event: Event, name: str, origins: list[Origin]) -> Optional[Event]:
+    def _event(self, event: Event, name: str, origins: list[Origin], inherited: bool) -> Optional[Event]:
+        """`event` placed in this module. `inherited`: the hazard's primary is its
+        definition, so an event of a method a class of this module inherits
+        from another module (a base trainer's `learn()` running this class's
+        hooks), which no call of this module leads to, may be placed at that
+        base class in the class's header; only its position is read."""
         found = self._foreign(event.call)
         if found is None:
             return event
         crossings = list(self._crossings(event.context))
         call, fn = crossings[-1] if crossings else found  # the chain this event ran under says which call it was
         origins.append(self._origin(_ROLES[name], event.call, fn))
-        if call is None:
+        anchor: Optional[cst.CSTNode] = call
+        if anchor is None and inherited and crossings:
+            anchor = self._inheriting_base(crossings[0][1])
+        if anchor is None:
             return None
         moved = self.events.get(id(event))
         if moved is None:
-            moved = self.events[id(event)] = replace(event, call=call)
+            moved = self.events[id(event)] = replace(event, call=anchor)  # type: ignore[arg-type]
         return moved
+
+    def _inheriting_base(self, fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+        """The base class, in the header of a class of this module, through
+        which that class inherits the method `fn` of another module."""
+        if self.root.home_of(fn) is self.root:
+            return None
+        for info in self.root.classes.values():
+            if info.methods.get(fn.name.value) is not fn:
+                continue
+            for base, base_info in zip(info.node.bases, self.root.base_classes(info.node)):
+                if base_info.methods.get(fn.name.value) is fn:
+                    return base.value
+            return info.node.bases[0].value if info.node.bases else None
+        return None
 
     def _origin(self, role: Role, node: cst.CSTNode, fn: cst.FunctionDef) -> Origin:
         home = self.root.home_of(fn)

@@ -40,7 +40,11 @@ from tapelint.settings import Settings
 # file costs bounded time instead of hanging the run.
 WORK_PER_LINE = 20
 MIN_WORK = 20_000
-INLINE_BUDGET = 300  # inlined calls per module, to bound the cost on huge files
+# Distinct inlined calls (a call site in one chain of calls) per module, to bound
+# the breadth of the analysis on huge files. A call that runs again at the same
+# site and context (each pass of a loop's fixpoint, a loop nested in another) is
+# not charged again: what bounds those re-runs is the statement budget.
+INLINE_BUDGET = 300
 # Inlined calls each training step or framework hook may still make when it runs
 # as its implicit loop, after the module's budget went to the methods before it:
 # the step is where the hazards are (a trainer's `compute_loss` near the end of a
@@ -93,6 +97,7 @@ class ModuleAnalysis:
         self.inline_budget = INLINE_BUDGET
         self.interpreted: set[cst.FunctionDef] = set()  # bodies run at some call site
         self.inlined_methods: set[cst.FunctionDef] = set()  # methods run as helpers of another method
+        self.charged: set[tuple] = set()  # the (call, context) activations the inline budget paid for
 
     @property
     def events(self) -> dict[tuple, BackwardEvent]:
@@ -240,10 +245,12 @@ class ModuleAnalysis:
         if "__init__" in info.methods:
             info.state = self._analyze_function(info.methods["__init__"], info, {}, collect_self=True)
 
-    def enter_call(self, fn: cst.FunctionDef, shares_self: bool) -> bool:
-        if self.inline_budget <= 0:
-            return False
-        self.inline_budget -= 1
+    def enter_call(self, fn: cst.FunctionDef, site: tuple, shares_self: bool) -> bool:
+        if site not in self.charged:
+            if self.inline_budget <= 0:
+                return False
+            self.inline_budget -= 1
+            self.charged.add(site)
         self.interpreted.add(fn)
         if shares_self:
             self.inlined_methods.add(fn)

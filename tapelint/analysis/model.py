@@ -202,6 +202,14 @@ class LibraryObject:
     class_name: str
 
 
+@dataclass(frozen=True)
+class ModuleFactory:
+    """A model factory read without calling it (`from_fn = cls.from_pretrained`):
+    calling it later gives `module`, as the direct call would."""
+
+    module: ModuleRef
+
+
 @dataclass(eq=False)
 class ObjectRef:
     """An instance of a project class that is not an `nn.Module` (a rollout
@@ -237,7 +245,7 @@ class SelfRef:
 SELF = SelfRef()
 
 Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
-              ObjectRef, PartialRef]
+              ObjectRef, PartialRef, ModuleFactory]
 
 
 @dataclass(eq=False)

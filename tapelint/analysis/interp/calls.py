@@ -25,6 +25,7 @@ from tapelint.analysis.model import (
     FunctionRef,
     LibraryObject,
     ListRef,
+    ModuleFactory,
     ModuleRef,
     ObjectRef,
     PartialRef,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
 
 INLINE_DEPTH = 3
+DATACLASS_DECORATORS = frozenset(("dataclasses.dataclass",))
+SPREAD = "**"  # the keyword an argument `**mapping` is passed under (what the mapping holds)
 
 Args = list  # list[tuple[Optional[str], Vals]]: (keyword or None, values) per argument
 
@@ -51,9 +54,10 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     args: Args = []
     for arg in call.args:
         vals = frame.eval(arg.value, state)
-        if arg.star == "*":
+        if arg.star:
             vals = frame.elements(vals, state)
-        args.append((arg.keyword.value if arg.keyword is not None else None, vals))
+        keyword = SPREAD if arg.star == "**" else arg.keyword.value if arg.keyword is not None else None
+        args.append((keyword, vals))
     func = call.func
     raw = dotted_name(func)
     program = frame.program
@@ -81,7 +85,7 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     elif type(func) is cst.Attribute and raw is not None and (lent := first_party(frame, raw)) is not None:
         result = call_values(frame, call, func, lent, args, state)
     elif type(func) is cst.Attribute and torch_api.builds_pretrained_module(raw or "", func.attr.value):
-        result = _pretrained(frame, func, state)
+        result = pretrained(frame, func, state)
     elif type(func) is cst.Attribute and (parent := super_method(frame, func)) is not None:
         result = inline(frame, call, parent, args, state, owner=frame.owner)  # `super().__init__()`
     elif type(func) is cst.Attribute:
@@ -140,7 +144,7 @@ def _library_module(args: Args, name: str) -> Vals:
     return passed or frozenset((ModuleRef(name.rsplit(".", 1)[-1], True, Saves.TENSORS),))
 
 
-def _pretrained(frame: Frame, func: cst.Attribute, state: State) -> Vals:
+def pretrained(frame: Frame, func: cst.Attribute, state: State) -> Vals:
     """`AutoModelForCausalLM.from_pretrained(...)`: a module with parameters
     (of the user's class, when the receiver is one)."""
     receiver = frame.eval(func.value, state)
@@ -382,6 +386,8 @@ def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: Object
     info = frame.program.class_info(obj.cls)
     if info is not None and method in info.methods:
         return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False, obj=obj)
+    if info is not None and method == "__class__" and not info.is_module:  # `batch.__class__(**fields)`
+        return frozenset((instantiate(frame, call, ClassRef(obj.cls, False, False), args, state),))
     kept = state.env.get(obj.prefix + method)
     if kept is not None:
         return call_values(frame, call, func, kept, args, state)
@@ -414,7 +420,43 @@ def instantiate(frame: Frame, call: cst.Call, cls: ClassRef, args: Args, state: 
     info = frame.program.class_info(cls.node)
     if info is not None and "__init__" in info.methods:
         inline(frame, call, info.methods["__init__"], args, state, owner=info, share_self=False, obj=obj)
+    elif info is not None:
+        for field_name, vals in _dataclass_fields(frame, info.node, args):
+            state.env[obj.prefix + field_name] = vals
     return obj
+
+
+def _dataclass_fields(frame: Frame, node: cst.ClassDef, args: Args) -> list[tuple[str, Vals]]:
+    """What the `__init__` that `@dataclass` writes stores: each field (the
+    annotated names of the class body, a base dataclass's first) gets the
+    argument at its position or of its name, else what a `**mapping` holds;
+    a field left to its default holds nothing known."""
+    names = _field_names(frame, node, 0)
+    positional = [vals for keyword, vals in args if keyword is None]
+    keywords = {keyword: vals for keyword, vals in args if keyword is not None}
+    spread = keywords.pop(SPREAD, EMPTY)
+    out = []
+    for index, name in enumerate(names):
+        vals = positional[index] if index < len(positional) else keywords.get(name, spread)
+        if vals:
+            out.append((name, vals))
+    return out
+
+
+def _field_names(frame: Frame, node: cst.ClassDef, depth: int) -> list[str]:
+    home = frame.program.home_of(node)
+    decorators = [d.decorator.func if type(d.decorator) is cst.Call else d.decorator for d in node.decorators]
+    if depth > INLINE_DEPTH or not any(home.imports.resolve(dotted_name(d) or "") in DATACLASS_DECORATORS
+                                       for d in decorators):
+        return []
+    names = [name for base in home.base_classes(node) for name in _field_names(frame, base.node, depth + 1)]
+    for stmt in node.body.body:
+        if type(stmt) is cst.SimpleStatementLine:
+            for small in stmt.body:
+                if type(small) is cst.AnnAssign and type(small.target) is cst.Name and "ClassVar" not in (
+                        dotted_name(small.annotation.annotation) or ""):
+                    names.append(small.target.value)
+    return names
 
 
 def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: Args,
@@ -429,6 +471,9 @@ def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef,
     if method == "clear":
         state.env[lst.key] = EMPTY
         return EMPTY
+    if method == "items":  # (key, value) pairs: the keys are no tensors the analysis knows
+        pairs = frozenset((tuple_of((EMPTY, state.env.get(lst.key, EMPTY))),))
+        return frozenset((frame.new_list(call, pairs, state),))
     if method in torch_api.LIST_GETTERS:
         return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
     return EMPTY
@@ -468,6 +513,8 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 out |= unknown_call(frame, call, args, state, receiver_unknown=True)
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
+        elif isinstance(value, ModuleFactory):
+            out.add(value.module)
         elif value is OPAQUE or isinstance(value, (AbstractNode, Carried, LibraryObject)):
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
@@ -491,6 +538,8 @@ def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: Sta
         if name == "enumerate":
             columns = [EMPTY, columns[0]] if columns else [EMPTY]
         return frozenset((frame.new_list(call, frozenset((tuple_of(columns),)), state),))
+    if name == "next" and args:  # an element of the iterator (or the default)
+        return frame.elements(args[0][1], state) | frozenset(v for _, vals in args[1:] for v in vals)
     if name in torch_api.PASS_THROUGH_BUILTINS:
         out: set = set()
         for _, vals in args:
@@ -548,7 +597,9 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     leaves there is the object's afterwards. A generator's call is the
     container of what it yields (`for batch in buffer.minibatches(2)`)."""
     share_self = share_self and owner is not None
-    if frame.depth >= INLINE_DEPTH or fn in frame.context or not frame.recorder.enter_call(fn, share_self):
+    too_deep = frame.depth >= INLINE_DEPTH and not _makes_no_call(fn)
+    if too_deep or fn in frame.context or not frame.recorder.enter_call(
+            fn, (call, frame.context), share_self):
         # A function of the project we will not look into (recursion, depth): its
         # result may well be detached (`repackage_hidden` calls itself on each
         # element of a tuple), so it is unknown, and no walk goes through it to
@@ -605,6 +656,13 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     if obj is not None and any(isinstance(v, SelfRef) for v in result):
         result = {obj if isinstance(v, SelfRef) else v for v in result}  # `return self`: the object
     return frozenset(result)
+
+
+def _makes_no_call(fn: cst.FunctionDef) -> bool:
+    """A body without a call (`def push(self, xs): self.history += xs`) goes no
+    deeper: the depth bound, which stops chains of calls from multiplying, need
+    not stop it, and what it stores is often exactly what the caller's loop reads."""
+    return not any(type(node) is cst.Call for node in walk_nodes(fn.body))
 
 
 def _encloses(outer: cst.FunctionDef, inner: cst.FunctionDef) -> bool:

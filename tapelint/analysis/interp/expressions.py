@@ -11,7 +11,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import paths, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.calls import eval_call, first_party, torch_submodule
+from tapelint.analysis.interp.calls import eval_call, first_party, pretrained, torch_submodule
 from tapelint.analysis.interp.statements import fact_keys
 from tapelint.analysis.model import (
     OPAQUE,
@@ -20,6 +20,7 @@ from tapelint.analysis.model import (
     ClassRef,
     FunctionRef,
     ListRef,
+    ModuleFactory,
     ModuleRef,
     ObjectRef,
     SelfRef,
@@ -108,8 +109,11 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
         vals = frame.resolve(key, state)
         if vals is not None:
             return vals
-    base = frame.eval(expr.value, state)
     attr = expr.attr.value
+    if key is not None and torch_api.builds_pretrained_module(key, attr):
+        # `from_fn = model_class.from_pretrained`: what calling it later gives
+        return frozenset(ModuleFactory(v) for v in pretrained(frame, expr, state) if isinstance(v, ModuleRef))
+    base = frame.eval(expr.value, state)
     out: set = set()
     for value in base:
         if isinstance(value, (AbstractNode, Carried)):
@@ -134,7 +138,7 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
             else:
                 out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
         elif isinstance(value, ObjectRef):
-            out |= state.env.get(value.prefix + attr, frozenset((OPAQUE,)))
+            out |= _object_attribute(frame, expr, value, attr, state)
         elif isinstance(value, SelfRef):
             out.add(OPAQUE)
         elif isinstance(value, (ListRef, TupleVal, FunctionRef, ClassRef)):
@@ -142,6 +146,18 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
         else:
             out.add(OPAQUE)
     return frozenset(out)
+
+
+def _object_attribute(frame: Frame, expr: cst.Attribute, obj: ObjectRef, attr: str, state: State) -> Vals:
+    """An attribute of a project object; its `__class__` is its class and its
+    `__dict__` a mapping of every attribute it holds (`type(b)(**b.__dict__)`)."""
+    if attr == "__class__":
+        info = frame.program.class_info(obj.cls)
+        return frozenset((ClassRef(obj.cls, False, False),)) if info is not None and not info.is_module else EMPTY
+    if attr == "__dict__":
+        held = frozenset(v for key, vals in state.env.items() if key.startswith(obj.prefix) for v in vals)
+        return frozenset((frame.new_list(expr, held, state),))
+    return state.env.get(obj.prefix + attr, frozenset((OPAQUE,)))
 
 
 def eval_binary(frame: Frame, expr: cst.BinaryOperation, state: State) -> Vals:

@@ -17,6 +17,7 @@ import libcst as cst
 
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.expressions import EVAL, eval_children
+from tapelint.analysis.interp.iteration import iterated
 from tapelint.analysis.interp.statements import exec_stmt
 from tapelint.analysis.model import (
     OPAQUE,
@@ -59,8 +60,9 @@ class Recorder(Protocol):
                      target: cst.BaseExpression, lists: Sequence[ListRef], added: Sequence,
                      node: Optional[AbstractNode], no_grad: bool) -> None: ...
 
-    def enter_call(self, fn: cst.FunctionDef, shares_self: bool) -> bool:
-        """May `fn` be interpreted at a call site (the inlining budget)? Records that it was."""
+    def enter_call(self, fn: cst.FunctionDef, site: tuple, shares_self: bool) -> bool:
+        """May `fn` be interpreted at `site` (its call and the chain of calls it is
+        made in: the inlining budget)? Records that it was."""
 
     def initialise(self, info: ClassInfo) -> None:
         """Fill `info.state` with what `__init__` leaves (a class of another module, met first here)."""
@@ -326,6 +328,11 @@ class Frame:
             elif isinstance(value, (AbstractNode, Carried, ModuleRef)):
                 out.add(value)
         return frozenset(out)
+
+    def iterate(self, site: cst.CSTNode, vals: Vals, state: State) -> Vals:
+        """`vals` as a `for` over `site` sees them: a project object iterated
+        through its `__iter__`/`__next__`/`__getitem__` (`interp.iteration`)."""
+        return iterated(self, site, vals, state)
 
     def new_list(self, site: cst.CSTNode, elements: Vals, state: State) -> ListRef:
         """The container created at `site` here, now holding `elements`."""

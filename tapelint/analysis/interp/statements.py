@@ -173,7 +173,7 @@ def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other
 
 
 def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
-    iterable = frame.eval(stmt.iter, state)
+    iterable = frame.iterate(stmt.iter, frame.eval(stmt.iter, state), state)
     elements = frame.elements(iterable, state)
     _freeze_parameters_loop(frame, stmt, state)
     loop = Loop(stmt, label="for")
@@ -199,10 +199,13 @@ def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
     new = [key for key in end.released if key not in entry.released and key[1] is None]
     if not new:
         return
-    own = _reachable(_tensors(elements), True)
+    # An element that is an object (a collated batch) owns what its attributes hold.
+    objects = tuple(v.prefix for v in elements if isinstance(v, ObjectRef))
+    held = [v for name, vals in end.env.items() if objects and name.startswith(objects) for v in vals]
+    own = _reachable(_tensors(list(elements) + held), True)
     # (an earlier iteration's value of an outer loop is another tensor: not shared)
     shared = _reachable((v for name, vals in entry.env.items()
-                         if not name.startswith("<") or name.startswith("<obj@")
+                         if (not name.startswith("<") or name.startswith("<obj@")) and not name.startswith(objects)
                          for v in vals if isinstance(v, AbstractNode)), False)
     for key in new:
         if id(key[0]) in own and id(key[0]) not in shared:

@@ -11,6 +11,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp import iteration
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -45,6 +46,8 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
         if last != "grad":
             return EMPTY
         return _gradients(frame, call, args, state)
+    if name in iteration.DATA_LOADERS:
+        return iteration.data_loader(frame, call, args, state)
     if name in torch_api.SET_GRAD and args:
         flag = literal_bool(call.args[0].value)
         if flag is not None:

@@ -1,0 +1,103 @@
+"""Iterating project objects and data loaders: what a `for` over them binds.
+
+An object of a project class is iterated through its protocol methods, run
+on that object at the loop: `__iter__` (a generator: what it yields; `return
+self` with a `__next__`: what `__next__` returns; another iterable: its
+elements), else `__getitem__` (Python's old sequence protocol). A
+`torch.utils.data.DataLoader(dataset, ..., collate_fn=f)` is the container
+of its batches, computed where the loader is made: `f` called on a list of
+the dataset's samples (what its `__getitem__` returns, or a list's or a
+tensor's elements), or, without `collate_fn`, the samples themselves (the
+default collate stacks them, which keeps each sample's history).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from tapelint.analysis.model import OPAQUE, ObjectRef, SelfRef
+from tapelint.analysis.state import EMPTY, State, Vals
+
+if TYPE_CHECKING:
+    from tapelint.analysis.interp.frame import Frame
+
+DATA_LOADERS = frozenset(("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"))
+COLLATE_POSITION = 6  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn)
+_INDEX = [(None, frozenset((OPAQUE,)))]  # `dataset[i]`: some index
+
+
+def iterated(frame: Frame, site: cst.CSTNode, vals: Vals, state: State) -> Vals:
+    """`vals` as a `for` over `site` iterates them: each object of a project
+    class whose protocol methods say what it produces becomes the container
+    of that (one runtime value per iteration, as a list's elements)."""
+    if not any(isinstance(v, ObjectRef) for v in vals):
+        return vals
+    out: set = set()
+    for value in vals:
+        produced = _object_items(frame, site, value, state) if isinstance(value, ObjectRef) else None
+        if produced is None:
+            out.add(value)
+        else:
+            out.add(frame.new_list(site, produced, state))
+    return frozenset(out)
+
+
+def _object_items(frame: Frame, site: cst.CSTNode, obj: ObjectRef, state: State) -> Optional[Vals]:
+    from tapelint.analysis.interp.calls import inline
+
+    info = frame.program.class_info(obj.cls)
+    if info is None:
+        return None
+    if "__iter__" in info.methods:
+        produced = inline(frame, site, info.methods["__iter__"], [], state, owner=info, share_self=False, obj=obj)
+        if obj in produced and "__next__" in info.methods:  # `return self`: an iterator
+            return inline(frame, site, info.methods["__next__"], [], state, owner=info, share_self=False, obj=obj)
+        return frame.elements(produced - {obj}, state)
+    if "__getitem__" in info.methods:
+        return inline(frame, site, info.methods["__getitem__"], _INDEX, state, owner=info, share_self=False, obj=obj)
+    return None
+
+
+def data_loader(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
+    """`DataLoader(dataset, batch_size, collate_fn=f)`: the container of its batches."""
+    from tapelint.analysis.interp.calls import call_values
+
+    samples = _samples(frame, call, _argument(args, 0, "dataset"), state)
+    collate = _argument(args, COLLATE_POSITION, "collate_fn")
+    if collate and call.args:
+        # the list of samples one batch is collated from: its own container (at the dataset argument)
+        drawn = frame.new_list(call.args[0].value, samples, state)
+        batches = call_values(frame, call, call.func, collate, [(None, frozenset((drawn,)))], state)
+    else:
+        batches = samples
+    return frozenset((frame.new_list(call, batches, state),))
+
+
+def _samples(frame: Frame, call: cst.Call, dataset: Vals, state: State) -> Vals:
+    """What indexing or iterating the dataset gives: a project dataset's
+    `__getitem__` (its `__iter__` for an iterable dataset), run on it here."""
+    from tapelint.analysis.interp.calls import inline
+
+    out: set = set()
+    for value in dataset:
+        if isinstance(value, SelfRef) and frame.owner is not None:
+            own = frame.owner.methods.get("__getitem__")
+            if own is not None:  # `DataLoader(self, ...)` in a method of the dataset
+                out |= inline(frame, call, own, _INDEX, state, owner=frame.owner)
+        elif isinstance(value, ObjectRef):
+            items = _object_items(frame, call, value, state)
+            out |= items if items is not None else EMPTY
+        else:
+            out |= frame.elements(frozenset((value,)), state)
+    return frozenset(out)
+
+
+def _argument(args: list, index: int, keyword: str) -> Vals:
+    """The values of the argument at position `index` or named `keyword` (none: nothing)."""
+    for name, vals in args:
+        if name == keyword:
+            return vals
+    positional = [vals for name, vals in args if name is None]
+    return positional[index] if index < len(positional) else EMPTY
