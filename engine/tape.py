@@ -155,7 +155,7 @@ class SavedTensor:
             self.arr = _hooked_array(self.unpack_hook(self.packed), self.transposed)
             self.unpack_hook, self.packed = None, None
         if self.is_output:
-            return Tensor(self.arr, node=node, tid=node.id)
+            return Tensor(self.arr, node=node, tid=node.id, output_nr=self.nr)
         edge = self.edge
         if isinstance(edge, Tensor) and edge.arr is self.arr:
             return edge
@@ -480,11 +480,13 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any]
     return out
 
 
-def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], attrs: dict[str, Any]) -> None:
+def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], attrs: dict[str, Any],
+                   extras: dict[str, Any] | None = None) -> None:
     """One node for an op with several outputs (PyTorch's `SplitBackward0`): each
     output's grad_fn is that node, told apart by `output_nr`. The backward receives
-    one gradient per output, None for an output no loss reached. Nothing is saved."""
-    node = _new_node(op, inputs, outs[0], {}, attrs, fresh=False)
+    one gradient per output, None for an output no loss reached. A slot `("out", n)`
+    saves output n (version-checked like any saved output)."""
+    node = _new_node(op, inputs, outs[0], extras or {}, attrs, fresh=False, outs=outs)
     if node is None:
         return
     for nr, out in enumerate(outs):
@@ -493,7 +495,7 @@ def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], att
 
 
 def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any],
-              attrs: dict[str, Any], fresh: bool) -> Node | None:
+              attrs: dict[str, Any], fresh: bool, outs: Sequence[Tensor] = ()) -> Node | None:
     if not STATE.grad_enabled:
         return None
     needs = tuple(t.requires_grad for t in inputs)
@@ -504,6 +506,10 @@ def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, A
         if slot == "out":
             saved[slot] = SavedTensor(out.arr, None, out._counter, f", which is output 0 of {op.name},",
                                       is_output=True)
+        elif isinstance(slot, tuple):  # ("out", n): output n of a node with several
+            o = outs[slot[1]]
+            saved[slot] = SavedTensor(o.arr, None, o._counter, f", which is output {slot[1]} of {op.name},",
+                                      is_output=True, nr=slot[1])
         elif isinstance(slot, int):
             t = inputs[slot]
             if t is ABSENT:
@@ -517,21 +523,23 @@ def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, A
         elif slot in extras:  # an optional extra (nll_loss's weight) is saved when given
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
     if STATE.saved_hooks:
-        _pack(saved, inputs, out)
+        _pack(saved, inputs, outs or (out,))
     nid = _fresh_id() if fresh or out._id < 0 else out._id
     return node_class(op)(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
                           saved, attrs, tuple(t.arr.shape for t in inputs),
                           tuple(t.arr.dtype for t in inputs), tuple(t._nr for t in inputs))
 
 
-def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
+def _pack(saved: dict, inputs: Sequence[Tensor], outs: Sequence[Tensor]) -> None:
     """Hand each saved tensor to the innermost pack hook, as PyTorch does at save time."""
     pack, unpack = STATE.saved_hooks[-1]
     prev, STATE.grad_enabled = STATE.grad_enabled, False
     try:
         for slot, st in saved.items():
             if slot == "out":
-                shown = out
+                shown = outs[0]
+            elif isinstance(slot, tuple):
+                shown = outs[slot[1]]
             elif isinstance(slot, int):
                 t = inputs[slot]
                 if t.wrapped_number:  # PyTorch packs no wrapped Python number

@@ -304,7 +304,7 @@ def broadcast_tensors(*ts: _Tensor) -> tuple[_Tensor, ...]:
 
 # --------------------------------------------------------------- submodules
 
-from . import autograd, cuda, distributions, func, linalg, nn, optim, utils  # noqa: E402
+from . import autograd, backends, cuda, distributions, func, linalg, nn, optim, utils  # noqa: E402
 from .nn import functional as _functional  # noqa: E402,F401
 
 vmap = func.vmap
@@ -318,6 +318,7 @@ def __getattr__(name: str) -> Any:
 
 # torch.X -> this package's module that stands for it
 SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd.graph": "graph",
+              "backends": "backends", "backends.mkldnn": "backends.mkldnn", "backends.cudnn": "backends.cudnn",
               "cuda": "cuda",
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
               "nn.utils": "nn.utils", "nn.utils.rnn": "nn.packing", "optim": "optim",
