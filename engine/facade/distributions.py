@@ -497,7 +497,7 @@ class Independent(Distribution):
 
 
 class Poisson(Distribution):
-    """Counts; samples come from the numpy stream seeded alongside (not PyTorch's sampler)."""
+    """Counts; samples are PyTorch's (`torch.poisson` of the expanded rate)."""
 
     def __init__(self, rate: Any, validate_args: Any = None) -> None:
         (self.rate,) = _broadcast_all(rate)
@@ -517,8 +517,8 @@ class Poisson(Distribution):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
-        draw = rng.other().poisson(np.broadcast_to(self.rate.arr, shape))
-        return Tensor(draw.astype(self.rate.arr.dtype))
+        rates = np.broadcast_to(self.rate.arr, shape)
+        return Tensor(rng.generator().poisson(rates).astype(self.rate.arr.dtype))
 
     def log_prob(self, value: Any) -> Tensor:
         value = _tensor(value)
