@@ -712,12 +712,15 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
         _sum_grad(acc, _key(root), g)
         if root._node is None:
             leaves[id(root)] = root
+    # the nodes an earlier backward freed that this walk reaches: where it re-enters an
+    # old graph (a node that saved nothing passes, the first one that saved fails)
+    reused = tuple(sorted({n.line for n in nodes if n.released and n.line is not None})) if not strict else ()
     with _Internal(create_graph):
         for node in sorted(nodes, key=lambda n: -n.id):
             incoming = _take(acc, node, target_keys)
             if incoming is None or id(node) not in runnable:
                 continue
-            in_grads = _run_node(node, incoming, line, retain, strict)
+            in_grads = _run_node(node, incoming, line, retain, strict, reused)
             for edge, nr, ig in zip(node.inputs, node.input_nrs, in_grads):
                 if edge is None or ig is None:
                     continue
@@ -739,27 +742,27 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
 
 
 def _run_node(node: Node, g: Any, line: int | None, retain: bool,
-              strict: bool) -> tuple[Tensor | None, ...]:
+              strict: bool, reused: tuple[int, ...] = ()) -> tuple[Tensor | None, ...]:
     """Run one node's backward (checks first: freed, then versions), then free it."""
     freed = not strict and node.released and node.saves_any
     if freed and not node.op.lazy_saved:
-        raise _second_backward(node, line)
+        raise _second_backward(node, line, reused)
     saved = {slot: s.unpack(node, line) for slot, s in (node.saved or {}).items()}
     for t, gt in zip(node.outputs(), g if node.out_refs else (g,)):
         if t is not None and t._retains and gt is not None:
             _accumulate(t, gt, STATE.grad_enabled)
     ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs,
-              (lambda: _second_backward(node, user_line())) if freed else None)
+              (lambda: _second_backward(node, user_line(), reused)) if freed else None)
     in_grads = node.op.backward(ctx, g)
     if not retain:
         node.release(line)
     return in_grads
 
 
-def _second_backward(node: Node, line: int | None) -> errors.SecondBackwardError:
+def _second_backward(node: Node, line: int | None, reused: tuple[int, ...] = ()) -> errors.SecondBackwardError:
     return errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
                                       consumed_line=node.released_line, line=line,
-                                      node_lines=node.lines)
+                                      node_lines=node.lines, reused_lines=reused)
 
 
 def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
