@@ -12,6 +12,8 @@ PyTorch's differentiable backward, which also recomputes the forward, does).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import ops, tape
@@ -41,7 +43,7 @@ def _forward(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray
     return out, h, c, workspace
 
 
-def _backward(ctx: Ctx, grads: tuple) -> tuple:
+def _backward(ctx: Ctx, grads: Any) -> tuple:
     """The cell's gradient through time (BPTT), the forward recomputed with tensor ops."""
     s = ctx.saved
     x, w_ih, w_hh, h, c = s[0], s[1], s[2], s[5], s[6]

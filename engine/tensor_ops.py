@@ -473,7 +473,8 @@ def _dirichlet_grad_one(x: float, alpha: float, total: float, kind: type) -> flo
     a = math.log(alpha) - u
     b = math.log(total) - a
     powers = np.outer([1.0, u, u * u], [1.0, a, a * a])
-    cubic = _BETA_GRAD_PQ[..., 0] + b * (_BETA_GRAD_PQ[..., 1] + b * (_BETA_GRAD_PQ[..., 2] + b * _BETA_GRAD_PQ[..., 3]))
+    c = _BETA_GRAD_PQ
+    cubic = c[..., 0] + b * (c[..., 1] + b * (c[..., 2] + b * c[..., 3]))
     p, q = (float((powers * cubic[k]).sum()) for k in (0, 1))
     return p / q * (x * (_psi(total) - _psi(alpha)) / (total - alpha))
 

@@ -168,6 +168,16 @@ def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
         np.testing.assert_allclose(rate.grad.numpy(), -(s.detach() / rate.detach()).numpy(), rtol=1e-5)
 
 
+def _names(t) -> list[str]:
+    names, stack = [], [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            names.append(type(node).__name__)
+            stack.extend(n for n, _ in node.next_functions)
+    return sorted(names)
+
+
 def _gamma_rsample_gradients(L) -> list:
     """Concentrations in each branch of PyTorch's gradient (a draw below 0.8: Taylor
     series; above 8: saddle point, near and far from the mean; else the rational fit),
@@ -179,37 +189,26 @@ def _gamma_rsample_gradients(L) -> list:
         r = L.tensor([1.0, 2.0, 0.5, 1.5, 1.0, 3.0, 0.7, 1.0], dtype=dtype, requires_grad=True)
         x = L.distributions.Gamma(a, r).rsample((3,))
         (x * L.arange(1.0, 4.0, dtype=dtype).unsqueeze(1)).sum().backward()
-        names, stack = [], [x.grad_fn]
-        while stack:
-            node = stack.pop()
-            if node is not None:
-                names.append(type(node).__name__)
-                stack.extend(n for n, _ in node.next_functions)
-        out += [x.detach().numpy(), a.grad.numpy(), r.grad.numpy(), sorted(names)]
+        out += [x.detach().numpy(), a.grad.numpy(), r.grad.numpy(), _names(x)]
     return out
 
 
-def test_gamma_rsample_is_differentiable_in_the_concentration_as_pytorchs(fresh) -> None:
-    got, want = _gamma_rsample_gradients(E), _gamma_rsample_gradients(torch)
+def _assert_same(got: list, want: list, **tolerance: float) -> None:
+    """Lists (node names, shapes) equal, arrays close."""
+    assert len(got) == len(want)
     for g, w in zip(got, want):
         if isinstance(w, list):
             assert g == w
         else:
-            np.testing.assert_allclose(g, w, rtol=1e-5)
+            np.testing.assert_allclose(g, w, **tolerance)
+
+
+def test_gamma_rsample_is_differentiable_in_the_concentration_as_pytorchs(fresh) -> None:
+    _assert_same(_gamma_rsample_gradients(E), _gamma_rsample_gradients(torch), rtol=1e-5)
     a = E.ones(3, requires_grad=True)
     x = E.distributions.Gamma(a, 1.0).rsample()
     with pytest.raises(NotSupportedByEngine, match="create_graph"):
         E.autograd.grad(x.sum(), a, create_graph=True)
-
-
-def _names(t) -> list[str]:
-    names, stack = [], [t.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is not None:
-            names.append(type(node).__name__)
-            stack.extend(n for n, _ in node.next_functions)
-    return sorted(names)
 
 
 def _dirichlet_beta_rsample_gradients(L) -> list:
@@ -222,7 +221,12 @@ def _dirichlet_beta_rsample_gradients(L) -> list:
         c = L.tensor([[0.1, 0.3, 0.2], [0.5, 2.0, 7.0], [9.0, 12.0, 30.0], [1.5, 0.05, 4.0]], dtype=dtype,
                      requires_grad=True)
         packed: list[tuple] = []
-        with L.autograd.graph.saved_tensors_hooks(lambda t: packed.append(tuple(t.shape)) or t, lambda t: t):
+
+        def pack(t, packed=packed):
+            packed.append(tuple(t.shape))
+            return t
+
+        with L.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             x = L.distributions.Dirichlet(c).rsample((2,))
         (x * L.arange(1.0, 4.0, dtype=dtype)).sum().backward()
         a = L.tensor([0.4, 2.0, 9.0, 50.0, 1.2], dtype=dtype, requires_grad=True)
@@ -238,12 +242,8 @@ def _dirichlet_beta_rsample_gradients(L) -> list:
 
 
 def test_dirichlet_and_beta_rsample_gradients_are_pytorchs(fresh) -> None:
-    got, want = _dirichlet_beta_rsample_gradients(E), _dirichlet_beta_rsample_gradients(torch)
-    for g, w in zip(got, want):
-        if isinstance(w, list):
-            assert g == w
-        else:
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-7)
+    _assert_same(_dirichlet_beta_rsample_gradients(E), _dirichlet_beta_rsample_gradients(torch), rtol=1e-4,
+                 atol=1e-7)
 
 
 def test_dirichlet_rsample_backward_is_once_differentiable(fresh) -> None:
