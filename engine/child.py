@@ -166,7 +166,8 @@ def _graph_error(exc: Any) -> dict[str, Any]:
     """The result for a graph error (`errors.GraphError`) that ended the program."""
     return {"status": "error", "error_kind": exc.kind, "error": _first_line(exc), "line": exc.line,
             "node_id": exc.node_id, "node_line": exc.node_line, "consumed_line": exc.consumed_line,
-            "detail": _graph_detail(exc.modified_line), "node_lines": list(exc.node_lines), "stack": list(exc.stack)}
+            "detail": _graph_detail(exc.modified_line), "node_lines": list(exc.node_lines), "stack": list(exc.stack),
+            "reused_lines": list(exc.reused_lines)}
 
 
 def _caught_graph_error() -> dict[str, Any] | None:
@@ -178,7 +179,8 @@ def _caught_graph_error() -> dict[str, Any] | None:
         return None
     return {"status": "error", "error_kind": r.kind, "error": r.message.splitlines()[0], "line": r.line,
             "node_id": r.node_id, "node_line": r.node_line, "consumed_line": r.consumed_line, "caught": True,
-            "detail": _graph_detail(r.modified_line), "node_lines": list(r.node_lines), "stack": list(r.stack)}
+            "detail": _graph_detail(r.modified_line), "node_lines": list(r.node_lines), "stack": list(r.stack),
+            "reused_lines": list(r.reused_lines)}
 
 
 # ------------------------------------------------------------------------- torch

@@ -26,6 +26,7 @@ class Raised:
     modified_line: int | None = None
     node_lines: tuple[int, ...] = ()  # the node's creation stack in the user's file, innermost first
     stack: tuple[int, ...] = ()  # the failing call's stack in the user's file, outermost first
+    reused_lines: tuple[int, ...] = ()  # lines of nodes an earlier backward freed that this walk reached
 
 
 RAISED: list[Raised] = []  # graph and unsupported errors in raise order, caught or not
@@ -92,6 +93,7 @@ class GraphError(Exception):
         modified_line: int | None = None,
         node_lines: tuple[int, ...] = (),
         stack: tuple[int, ...] | None = None,
+        reused_lines: tuple[int, ...] = (),
     ) -> None:
         super().__init__(message)
         self.stack = user_stack() if stack is None else stack  # where it is raised, unless told
@@ -101,8 +103,9 @@ class GraphError(Exception):
         self.node_line = node_line
         self.consumed_line = consumed_line
         self.line = line
+        self.reused_lines = reused_lines
         RAISED.append(Raised(self.kind, message, node_id, node_line, consumed_line, line,
-                             modified_line, node_lines, self.stack))
+                             modified_line, node_lines, self.stack, reused_lines))
 
 
 class SecondBackwardError(GraphError, RuntimeError):

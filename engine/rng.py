@@ -20,9 +20,7 @@ PyTorch's CPU kernels do (measured against torch 2.13):
 * gamma draws (`Gamma`, and `Dirichlet`/`Beta` through them): ATen's Marsaglia-Tsang
   sampler on 53-bit uniforms and the cached scalar normals; see `standard_gamma`.
 
-Samplers PyTorch runs through other code paths (Poisson,
-`nn.init.trunc_normal_`) draw from a numpy Generator seeded alongside: their values are
-reproducible here, not PyTorch's.
+* Poisson draws: ATen's `sample_poisson` on 53-bit uniforms; see `poisson`.
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ class TorchGenerator:
         self.bits = np.random.MT19937(0)
         self.bits._legacy_seeding(int(seed) & 0xFFFFFFFF)
         self.next_normal: float | None = None
-        self.other = np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF)
 
     def _raw(self, n: int) -> np.ndarray:
         return self.bits.random_raw(n).astype(np.uint64) if n else np.zeros(0, np.uint64)
@@ -160,6 +157,41 @@ class TorchGenerator:
         value = (gamma / gamma.sum(-1, keepdims=True)).astype(kind)
         return np.clip(value, np.finfo(kind).tiny, np.nextafter(kind(1), kind(0)))
 
+    def poisson(self, rates: np.ndarray) -> np.ndarray:
+        """`torch.poisson`: ATen's `sample_poisson` per element in storage order, on
+        53-bit uniforms: Hoermann's transformed rejection for a rate of 10 or more,
+        else the product of uniforms against exp(-rate)."""
+        flat = np.ascontiguousarray(rates, dtype=np.float64).ravel()
+        return np.array([self._poisson(float(lam)) for lam in flat], np.float64).reshape(rates.shape)
+
+    def _poisson(self, lam: float) -> float:
+        if lam >= 10:
+            slam, loglam = math.sqrt(lam), math.log(lam)
+            b = 0.931 + 2.53 * slam
+            a = -0.059 + 0.02483 * b
+            invalpha = 1.1239 + 1.1328 / (b - 3.4)
+            vr = 0.9277 - 3.6224 / (b - 2)
+            while True:
+                u = self._u53(1)[0] - 0.5
+                v = self._u53(1)[0]
+                us = 0.5 - abs(u)
+                k = math.floor((2 * a / us + b) * u + lam + 0.43)
+                if us >= 0.07 and v <= vr:
+                    return float(k)
+                if k < 0 or (us < 0.013 and v > us):
+                    continue
+                if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)
+                        <= -lam + k * loglam - math.lgamma(k + 1.0)):
+                    return float(k)
+        if lam == 0:
+            return 0.0
+        enlam, count, prod = math.exp(-lam), 0, 1.0
+        while True:
+            prod *= self._u53(1)[0]
+            if prod <= enlam:
+                return float(count)
+            count += 1
+
     def integers(self, low: int, high: int, shape: tuple) -> np.ndarray:
         span = high - low
         if span >= 1 << 32:
@@ -196,8 +228,3 @@ def manual_seed(seed: int) -> None:
 
 def generator() -> TorchGenerator:
     return GEN
-
-
-def other() -> np.random.Generator:
-    """The stream for samplers whose PyTorch values are not reproduced."""
-    return GEN.other

@@ -72,6 +72,7 @@ class RunReport:
     caught: bool = False  # the error was raised, then caught by the program
     node_lines: tuple[int, ...] = ()  # the node's creation stack in the file, innermost first
     stack: tuple[int, ...] = ()  # the failing call's stack in the file, outermost first (ends at `line`)
+    reused_lines: tuple[int, ...] = ()  # second backward: lines of the freed nodes its walk reached (engine)
     reach_lines: tuple[int, ...] = ()  # the lines asked about...
     reached: tuple[int, ...] = ()  # ...and which of them ran
     network_isolated: bool = False
@@ -81,6 +82,7 @@ class RunReport:
         d["samples"] = [list(s) for s in self.samples]
         d["node_lines"] = list(self.node_lines)
         d["stack"] = list(self.stack)
+        d["reused_lines"] = list(self.reused_lines)
         return d
 
     def to_json(self) -> str:
@@ -92,6 +94,7 @@ class RunReport:
         known["samples"] = tuple(tuple(s) for s in known.get("samples", ()))
         known["node_lines"] = tuple(known.get("node_lines", ()))
         known["stack"] = tuple(known.get("stack", ()))
+        known["reused_lines"] = tuple(known.get("reused_lines", ()))
         known["reached"] = tuple(known.get("reached", ()))
         known["reach_lines"] = tuple(known.get("reach_lines", ()))
         return cls(**known)

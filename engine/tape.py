@@ -155,7 +155,7 @@ class SavedTensor:
             self.arr = _hooked_array(self.unpack_hook(self.packed), self.transposed)
             self.unpack_hook, self.packed = None, None
         if self.is_output:
-            return Tensor(self.arr, node=node, tid=node.id)
+            return Tensor(self.arr, node=node, tid=node.id, output_nr=self.nr)
         edge = self.edge
         if isinstance(edge, Tensor) and edge.arr is self.arr:
             return edge
@@ -480,11 +480,13 @@ def record(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any]
     return out
 
 
-def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], attrs: dict[str, Any]) -> None:
+def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], attrs: dict[str, Any],
+                   extras: dict[str, Any] | None = None) -> None:
     """One node for an op with several outputs (PyTorch's `SplitBackward0`): each
     output's grad_fn is that node, told apart by `output_nr`. The backward receives
-    one gradient per output, None for an output no loss reached. Nothing is saved."""
-    node = _new_node(op, inputs, outs[0], {}, attrs, fresh=False)
+    one gradient per output, None for an output no loss reached. A slot `("out", n)`
+    saves output n (version-checked like any saved output)."""
+    node = _new_node(op, inputs, outs[0], extras or {}, attrs, fresh=False, outs=outs)
     if node is None:
         return
     for nr, out in enumerate(outs):
@@ -493,7 +495,7 @@ def record_outputs(op: Op, inputs: Sequence[Tensor], outs: Sequence[Tensor], att
 
 
 def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, Any],
-              attrs: dict[str, Any], fresh: bool) -> Node | None:
+              attrs: dict[str, Any], fresh: bool, outs: Sequence[Tensor] = ()) -> Node | None:
     if not STATE.grad_enabled:
         return None
     needs = tuple(t.requires_grad for t in inputs)
@@ -504,6 +506,10 @@ def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, A
         if slot == "out":
             saved[slot] = SavedTensor(out.arr, None, out._counter, f", which is output 0 of {op.name},",
                                       is_output=True)
+        elif isinstance(slot, tuple):  # ("out", n): output n of a node with several
+            o = outs[slot[1]]
+            saved[slot] = SavedTensor(o.arr, None, o._counter, f", which is output {slot[1]} of {op.name},",
+                                      is_output=True, nr=slot[1])
         elif isinstance(slot, int):
             t = inputs[slot]
             if t is ABSENT:
@@ -517,21 +523,23 @@ def _new_node(op: Op, inputs: Sequence[Tensor], out: Tensor, extras: dict[str, A
         elif slot in extras:  # an optional extra (nll_loss's weight) is saved when given
             saved[slot] = SavedTensor(np.asarray(extras[slot]), None, None, "")
     if STATE.saved_hooks:
-        _pack(saved, inputs, out)
+        _pack(saved, inputs, outs or (out,))
     nid = _fresh_id() if fresh or out._id < 0 else out._id
     return node_class(op)(nid, op, tuple(edge_of(t) if n else None for t, n in zip(inputs, needs)), needs,
                           saved, attrs, tuple(t.arr.shape for t in inputs),
                           tuple(t.arr.dtype for t in inputs), tuple(t._nr for t in inputs))
 
 
-def _pack(saved: dict, inputs: Sequence[Tensor], out: Tensor) -> None:
+def _pack(saved: dict, inputs: Sequence[Tensor], outs: Sequence[Tensor]) -> None:
     """Hand each saved tensor to the innermost pack hook, as PyTorch does at save time."""
     pack, unpack = STATE.saved_hooks[-1]
     prev, STATE.grad_enabled = STATE.grad_enabled, False
     try:
         for slot, st in saved.items():
             if slot == "out":
-                shown = out
+                shown = outs[0]
+            elif isinstance(slot, tuple):
+                shown = outs[slot[1]]
             elif isinstance(slot, int):
                 t = inputs[slot]
                 if t.wrapped_number:  # PyTorch packs no wrapped Python number
@@ -704,12 +712,15 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
         _sum_grad(acc, _key(root), g)
         if root._node is None:
             leaves[id(root)] = root
+    # the nodes an earlier backward freed that this walk reaches: where it re-enters an
+    # old graph (a node that saved nothing passes, the first one that saved fails)
+    reused = tuple(sorted({n.line for n in nodes if n.released and n.line is not None})) if not strict else ()
     with _Internal(create_graph):
         for node in sorted(nodes, key=lambda n: -n.id):
             incoming = _take(acc, node, target_keys)
             if incoming is None or id(node) not in runnable:
                 continue
-            in_grads = _run_node(node, incoming, line, retain, strict)
+            in_grads = _run_node(node, incoming, line, retain, strict, reused)
             for edge, nr, ig in zip(node.inputs, node.input_nrs, in_grads):
                 if edge is None or ig is None:
                     continue
@@ -731,27 +742,27 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
 
 
 def _run_node(node: Node, g: Any, line: int | None, retain: bool,
-              strict: bool) -> tuple[Tensor | None, ...]:
+              strict: bool, reused: tuple[int, ...] = ()) -> tuple[Tensor | None, ...]:
     """Run one node's backward (checks first: freed, then versions), then free it."""
     freed = not strict and node.released and node.saves_any
     if freed and not node.op.lazy_saved:
-        raise _second_backward(node, line)
+        raise _second_backward(node, line, reused)
     saved = {slot: s.unpack(node, line) for slot, s in (node.saved or {}).items()}
     for t, gt in zip(node.outputs(), g if node.out_refs else (g,)):
         if t is not None and t._retains and gt is not None:
             _accumulate(t, gt, STATE.grad_enabled)
     ctx = Ctx(saved, node.attrs, node.shapes, node.dtypes, node.needs,
-              (lambda: _second_backward(node, user_line())) if freed else None)
+              (lambda: _second_backward(node, user_line(), reused)) if freed else None)
     in_grads = node.op.backward(ctx, g)
     if not retain:
         node.release(line)
     return in_grads
 
 
-def _second_backward(node: Node, line: int | None) -> errors.SecondBackwardError:
+def _second_backward(node: Node, line: int | None, reused: tuple[int, ...] = ()) -> errors.SecondBackwardError:
     return errors.SecondBackwardError(errors.SECOND_BACKWARD, node_id=node.id, node_line=node.line,
                                       consumed_line=node.released_line, line=line,
-                                      node_lines=node.lines)
+                                      node_lines=node.lines, reused_lines=reused)
 
 
 def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:

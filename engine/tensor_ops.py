@@ -375,6 +375,133 @@ def standard_gamma(concentration: Tensor) -> Tensor:
     return apply(STANDARD_GAMMA, concentration)
 
 
+# ------------------------------------------------------------------ dirichlet
+
+# ATen's rational correction to the analytic approximation of a Beta draw's
+# reparameterised gradient: [numerator p, denominator q][power of u][power of a]
+# [cubic coefficients in b].
+_BETA_GRAD_PQ = np.array([
+    [[[1.003668233, -0.01061107488, -0.0657888334, 0.01201642863],
+      [0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033],
+      [-0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013]],
+     [[0.221950385, -0.3187676331, 0.01799915743, 0.01074823814],
+      [-0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057],
+      [0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05]],
+     [[-0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565],
+      [0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181],
+      [0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05]]],
+    [[[1, -0.02924021934, -0.04438342661, 0.007285809825],
+      [0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521],
+      [-0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149]],
+     [[0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273],
+      [0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956],
+      [-0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05]],
+     [[0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05],
+      [0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05],
+      [-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06]]],
+])
+
+
+def _psi(x: float) -> float:
+    return float(_digamma_np(np.array([x], np.float64))[0])
+
+
+def _beta_grad_alpha_small(x: float, alpha: float, beta: float) -> float:
+    """Taylor series in x, for x near 0."""
+    factor = _psi(alpha) - _psi(alpha + beta) - math.log(x)
+    numer, series = 1.0, 1.0 / alpha * (factor + 1.0 / alpha)
+    for i in range(1, 11):
+        numer *= (i - beta) * x / i
+        denom = alpha + i
+        series += numer / denom * (factor + 1.0 / denom)
+    result = x * (1.0 - x) ** -beta * series
+    return 0.0 if math.isnan(result) else result
+
+
+def _beta_grad_beta_small(x: float, alpha: float, beta: float) -> float:
+    """The gradient in beta, by a Taylor series in x near 0."""
+    factor = _psi(alpha + beta) - _psi(beta)
+    numer, betas, dbetas, series = 1.0, 1.0, 0.0, factor / alpha
+    for i in range(1, 9):
+        numer *= -x / i
+        dbetas = dbetas * (beta - i) + betas
+        betas *= beta - i
+        series += numer / (alpha + i) * (dbetas + factor * betas)
+    result = -(1.0 - x) ** (1.0 - beta) * series
+    return 0.0 if math.isnan(result) else result
+
+
+def _beta_grad_alpha_mid(x: float, alpha: float, beta: float) -> float:
+    """Rice's saddle point expansion, for large alpha and beta."""
+    total = alpha + beta
+    mean = alpha / total
+    std = math.sqrt(alpha * beta / (total + 1)) / total
+    if mean - 0.1 * std <= x <= mean + 0.1 * std:  # the singularity at x = mean
+        bb = beta * beta
+        poly = 47 * x * bb * bb + alpha * (
+            (43 + 20 * (16 + 27 * beta) * x) * bb * beta + alpha * (
+                3 * (59 + 180 * beta - 90 * x) * bb + alpha * (
+                    (453 + 1620 * beta * (1 - x) - 455 * x) * beta + alpha * (8 * (1 - x) * (135 * beta - 11)))))
+        prefactor_num = (1 + 12 * alpha) * (1 + 12 * beta) / (total * total)
+        prefactor_den = 12960 * alpha ** 3 * beta * beta * (1 + 12 * total)
+        return prefactor_num / (1 - x) * poly / prefactor_den
+    prefactor = -x / math.sqrt(2 * alpha * beta / total)
+    stirling = ((1 + 1 / (12 * alpha) + 1 / (288 * alpha * alpha)) * (1 + 1 / (12 * beta) + 1 / (288 * beta * beta))
+                / (1 + 1 / (12 * total) + 1 / (288 * total * total)))
+    axbx = alpha * (x - 1) + beta * x
+    term1 = ((2 * alpha * alpha * (x - 1) + alpha * beta * (x - 1) - x * beta * beta)
+             / (math.sqrt(2 * alpha / beta) * total ** 1.5 * axbx * axbx))
+    term2 = 0.5 * math.log(alpha / (total * x))
+    term3 = math.sqrt(8 * alpha * beta / total) / (beta * x + alpha * (x - 1))
+    term4 = (beta * math.log(beta / (total * (1 - x))) + alpha * math.log(alpha / (total * x))) ** -1.5
+    return stirling * prefactor * (term1 + term2 * (term3 + (term4 if x < mean else -term4)))
+
+
+def _dirichlet_grad_one(x: float, alpha: float, total: float, kind: type) -> float:
+    """PyTorch's `_dirichlet_grad` for one element: -(d/d alpha cdf(x; alpha, beta)) /
+    pdf(x; alpha, beta) / (1 - x) of the Beta marginal, beta = total - alpha. The branch
+    tests run in the concentration's type, as ATen's do."""
+    beta = float(kind(kind(total) - kind(alpha)))
+    boundary = float(kind(total) * kind(x) * (kind(1) - kind(x)))
+    if x <= 0.5 and boundary < 2.5:
+        return _beta_grad_alpha_small(x, alpha, beta)
+    if x >= 0.5 and boundary < 0.75:
+        return -_beta_grad_beta_small(1 - x, beta, alpha)
+    if alpha > 6 and beta > 6:
+        return _beta_grad_alpha_mid(x, alpha, total - alpha)
+    u = math.log(x)
+    a = math.log(alpha) - u
+    b = math.log(total) - a
+    powers = np.outer([1.0, u, u * u], [1.0, a, a * a])
+    c = _BETA_GRAD_PQ
+    cubic = c[..., 0] + b * (c[..., 1] + b * (c[..., 2] + b * c[..., 3]))
+    p, q = (float((powers * cubic[k]).sum()) for k in (0, 1))
+    return p / q * (x * (_psi(total) - _psi(alpha)) / (total - alpha))
+
+
+def _dirichlet_bwd(c: Any, g: Tensor) -> tuple[Tensor]:
+    """PyTorch's `_Dirichlet.backward` (once differentiable): the implicit gradient of
+    each part, projected onto the simplex: grad * (g - sum(x * g))."""
+    if tape.STATE.grad_enabled and g.requires_grad:
+        raise NotSupportedByEngine("create_graph through Dirichlet.rsample's once-differentiable backward")
+    x, alpha = c.saved["out"].arr, c.saved[0].arr
+    total = np.broadcast_to(alpha.sum(-1, keepdims=True), alpha.shape)
+    kind = alpha.dtype.type
+    grad = np.array([_dirichlet_grad_one(float(v), float(a), float(t), kind)
+                     for v, a, t in zip(x.ravel(), alpha.ravel(), total.ravel())]).reshape(alpha.shape)
+    gx = g.arr - (x * g.arr).sum(-1, keepdims=True)
+    return (ops.const((grad * gx).astype(alpha.dtype)),)
+
+
+DIRICHLET = Op("_Dirichlet", lambda a: rng.generator().dirichlet(a), _dirichlet_bwd, ("out", 0),
+               node="_DirichletBackward")
+
+
+def dirichlet(concentration: Tensor) -> Tensor:
+    """`_Dirichlet.apply(concentration)`: PyTorch's draws, differentiable in the concentration."""
+    return apply(DIRICHLET, concentration)
+
+
 # ----------------------------------------------------------------------- xlogy
 
 

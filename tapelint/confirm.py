@@ -123,6 +123,13 @@ def judge(diagnostic: Diagnostic, report: Any, semantics: Semantics) -> Confirma
     if any(definition.range.start.line <= line <= definition.range.end.line for line in callers):
         return verdict("confirmed", f"the node was created at line {report.node_line}, in a helper "
                                     "called from the definition")
+    reused = [line for line in getattr(report, "reused_lines", ())
+              if definition.range.start.line <= line <= definition.range.end.line]
+    if reused:
+        # PyTorch fails on the first freed node that saved tensors; the walk reached the
+        # definition's freed node (which saved none, `returns - values`) on its way there
+        return verdict("confirmed", f"the backward walked the freed node of line {reused[0]} to the node "
+                                    f"created at line {report.node_line}")
     if semantics is Semantics.STRICT and report.error_kind == "tape-consumed":
         # semantics.md §2: once the reused value (or a non-leaf ancestor of it)
         # has no live handle, the strict tape prunes the whole later branch and

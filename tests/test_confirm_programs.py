@@ -37,6 +37,8 @@ EXPECTED: dict[str, dict[tuple[str, str, int], str]] = {
         ("lstm_lm_no_detach.py", "TL005", 26): "confirmed",
         ("pinn_cached_derivative.py", "TL001", 10): "confirmed",
         ("ppo_reused_distribution.py", "TL001", 12): "confirmed",
+        # freed at line 17 (the value head saves), reached through line 18's subtraction
+        ("ppo_advantage_outside_epochs.py", "TL001", 18): "confirmed",
         ("reinforce_stale_log_probs.py", "TL001", 17): "confirmed",
         ("step_between_backwards.py", "TL007", 14): "confirmed",
         ("transformer_cached_memory.py", "TL001", 14): "confirmed",
@@ -51,6 +53,7 @@ EXPECTED: dict[str, dict[tuple[str, str, int], str]] = {
         ("gan_no_detach.py", "TL002", 22): "confirmed",
         ("lstm_lm_no_detach.py", "TL005", 26): "confirmed",
         ("ppo_reused_distribution.py", "TL001", 12): "confirmed",
+        ("ppo_advantage_outside_epochs.py", "TL001", 18): "confirmed",
         ("reinforce_stale_log_probs.py", "TL001", 17): "confirmed",
         ("step_between_backwards.py", "TL007", 14): "confirmed",
     },
@@ -69,6 +72,8 @@ KNOWN = frozenset((
     "reinforce_categorical.py", "reinforce_stale_log_probs.py", "siamese_cdist.py", "step_between_backwards.py",
     "superres_bicubic.py", "transformer_cached_memory.py", "transformer_classifier.py",
     "transformer_seq2seq.py", "vae_gaussian.py", "wgan_gp.py",
+    "ddpm_noise_step.py", "lstm_stateful_tagger.py", "ppo_advantage_outside_epochs.py",
+    "seq2seq_attention_teacher.py", "simclr_ntxent.py",
 ))
 
 

@@ -72,6 +72,37 @@ def test_confirm_output_matches_the_schema() -> None:
     assert document["diagnostics"][0]["confirmation"]["status"] == "confirmed"
 
 
+RUN_VALIDATOR = Draft202012Validator({"$defs": SCHEMA["$defs"], "$ref": "#/$defs/run"})
+
+
+def _run_report(program: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "tapelint", "run", program, "--format", "json", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "TAPELINT_OUTPUT_FORMAT": ""})
+    assert done.returncode in (0, 1, 2), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_run_reports_match_the_schema() -> None:
+    """A run that fails inside a helper (its stack), one that ends well, one on an API
+    the engine lacks; and the schema can fail (a stack line 0, an unknown key)."""
+    pytest.importorskip("numpy")
+    failing = _run_report("tests/engine/programs/custom_function_twice.py")
+    RUN_VALIDATOR.validate(failing)
+    assert failing["status"] == "error" and failing["stack"] and failing["stack"][-1] == failing["line"]
+    strict = _run_report("tests/engine/programs/custom_function_twice.py", "--semantics", "strict")
+    RUN_VALIDATOR.validate(strict)
+    assert strict["error_kind"] == "tape-consumed"
+    fine = _run_report("tests/engine/programs/cnn_classifier.py")
+    RUN_VALIDATOR.validate(fine)
+    assert fine["status"] == "ok" and fine["stack"] == []
+    unsupported = _run_report("tests/engine/programs/maml_torch_func.py", "--semantics", "strict",
+                              "--backend", "engine")
+    RUN_VALIDATOR.validate(unsupported)
+    assert unsupported["status"] == "unsupported"
+    assert not RUN_VALIDATOR.is_valid({**failing, "stack": [0]})
+    assert not RUN_VALIDATOR.is_valid({**failing, "stack_trace": []})
+
+
 def test_a_wrong_document_is_rejected() -> None:
     """The schema can fail: a 1-based column 0 line, an unknown role."""
     document = tapelint("check", "fixtures/tl001_hoisted_features.py", "--format", "json")

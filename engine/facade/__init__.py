@@ -128,6 +128,15 @@ def multinomial(input: _Tensor, num_samples: builtins.int, replacement: builtins
     return _Tensor(draws.reshape(input.arr.shape[:-1] + (num_samples,)))
 
 
+def poisson(input: _Tensor, generator: Any = None) -> _Tensor:  # noqa: A002
+    """PyTorch's draws (`rng.TorchGenerator.poisson`); PyTorch's zero-gradient
+    `PoissonBackward0` node for a rate that requires grad is not modelled."""
+    only_defaults("torch.poisson", generator=generator)
+    if input.requires_grad and is_grad_enabled():
+        raise NotSupportedByEngine("torch.poisson of a tensor that requires grad")
+    return _Tensor(rng.generator().poisson(input.arr).astype(input.arr.dtype))
+
+
 def full(size: Sequence[builtins.int], fill_value: Any, dtype: Any = None, device: Any = None,
          requires_grad: Any = False) -> _Tensor:
     default = dtypes.infer(fill_value)
@@ -304,7 +313,7 @@ def broadcast_tensors(*ts: _Tensor) -> tuple[_Tensor, ...]:
 
 # --------------------------------------------------------------- submodules
 
-from . import autograd, cuda, distributions, func, linalg, nn, optim, utils  # noqa: E402
+from . import autograd, backends, cuda, distributions, func, linalg, nn, optim, utils  # noqa: E402
 from .nn import functional as _functional  # noqa: E402,F401
 
 vmap = func.vmap
@@ -318,6 +327,7 @@ def __getattr__(name: str) -> Any:
 
 # torch.X -> this package's module that stands for it
 SUBMODULES = {"autograd": "autograd", "autograd.function": "function", "autograd.graph": "graph",
+              "backends": "backends", "backends.mkldnn": "backends.mkldnn", "backends.cudnn": "backends.cudnn",
               "cuda": "cuda",
               "linalg": "linalg", "nn": "nn", "nn.functional": "nn.functional", "nn.init": "nn.init",
               "nn.utils": "nn.utils", "nn.utils.rnn": "nn.packing", "optim": "optim",

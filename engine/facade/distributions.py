@@ -307,43 +307,43 @@ class MultivariateNormal(Distribution):
 
 
 class Beta(Distribution):
+    """PyTorch's Beta: a Dirichlet of the stacked concentrations, whose samples,
+    log_prob and entropy it uses (so a Beta built once shares that stack's node)."""
+
+    has_rsample = True
+
     def __init__(self, concentration1: Any, concentration0: Any, validate_args: Any = None) -> None:
-        self.concentration1, self.concentration0 = _broadcast_all(concentration1, concentration0)
-        super().__init__(self.concentration1.arr.shape)
+        if isinstance(concentration1, (int, float)) and isinstance(concentration0, (int, float)):
+            pair = _tensor([float(concentration1), float(concentration0)])
+        else:
+            pair = ops.stack(_broadcast_all(concentration1, concentration0), -1)
+        self._dirichlet = Dirichlet(pair)
+        super().__init__(pair.arr.shape[:-1])
+
+    @property
+    def concentration1(self) -> Tensor:
+        return ops.index(self._dirichlet.concentration, (Ellipsis, 0))
+
+    @property
+    def concentration0(self) -> Tensor:
+        return ops.index(self._dirichlet.concentration, (Ellipsis, 1))
 
     @property
     def mean(self) -> Tensor:
         return self.concentration1 / (self.concentration1 + self.concentration0)
 
-    def sample(self, sample_shape: Any = ()) -> Tensor:
-        shape = self._extended(sample_shape)
-        a = np.broadcast_to(self.concentration1.arr, shape)
-        b = np.broadcast_to(self.concentration0.arr, shape)
-        # PyTorch samples the Dirichlet of the stacked pair and keeps its first part
-        return Tensor(rng.generator().dirichlet(np.stack([a, b], -1))[..., 0])
-
-    def _log_beta(self) -> Tensor:
-        a, b = self.concentration1, self.concentration0
-        return tensor_ops.lgamma(a) + tensor_ops.lgamma(b) - tensor_ops.lgamma(a + b)
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        return ops.index(self._dirichlet.rsample(sample_shape), (Ellipsis, 0))
 
     def log_prob(self, value: Any) -> Tensor:
-        a, b = self.concentration1, self.concentration0
-        return (a - 1) * ops.log(value) + (b - 1) * ops.log1p(-value) - self._log_beta()
+        v = _tensor(value)
+        return self._dirichlet.log_prob(ops.stack([v, 1.0 - v], -1))
 
     def entropy(self) -> Tensor:
-        a, b = self.concentration1, self.concentration0
-        dg = tensor_ops.digamma
-        return self._log_beta() - (a - 1) * dg(a) - (b - 1) * dg(b) + (a + b - 2) * dg(a + b)
+        return self._dirichlet.entropy()
 
 
 _TINY = float(np.finfo(np.float32).tiny)
-
-
-def _no_implicit_gradient(name: str, concentration: Tensor) -> None:
-    """PyTorch differentiates a gamma draw in its concentration by an implicit
-    reparameterisation the engine does not model: refused, never approximated."""
-    if concentration.requires_grad and STATE.grad_enabled:
-        raise NotSupportedByEngine(f"torch.distributions.{name}.rsample with a concentration that requires grad")
 
 
 class Gamma(Distribution):
@@ -409,9 +409,10 @@ class Dirichlet(Distribution):
         return a * (a0 - a) / (ops.pow(a0, 2) * (a0 + 1))
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        _no_implicit_gradient("Dirichlet", self.concentration)
+        """PyTorch's `_Dirichlet.apply(concentration.expand(shape))`: its implicit
+        reparameterisation gradient in the concentration (`tensor_ops.dirichlet`)."""
         shape = self._extended(sample_shape)
-        return Tensor(rng.generator().dirichlet(np.broadcast_to(self.concentration.arr, shape)))
+        return tensor_ops.dirichlet(ops.apply(ops.EXPAND, self.concentration, shape=shape))
 
     def log_prob(self, value: Any) -> Tensor:
         a = self.concentration
@@ -496,7 +497,7 @@ class Independent(Distribution):
 
 
 class Poisson(Distribution):
-    """Counts; samples come from the numpy stream seeded alongside (not PyTorch's sampler)."""
+    """Counts; samples are PyTorch's (`torch.poisson` of the expanded rate)."""
 
     def __init__(self, rate: Any, validate_args: Any = None) -> None:
         (self.rate,) = _broadcast_all(rate)
@@ -516,8 +517,8 @@ class Poisson(Distribution):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended(sample_shape)
-        draw = rng.other().poisson(np.broadcast_to(self.rate.arr, shape))
-        return Tensor(draw.astype(self.rate.arr.dtype))
+        rates = np.broadcast_to(self.rate.arr, shape)
+        return Tensor(rng.generator().poisson(rates).astype(self.rate.arr.dtype))
 
     def log_prob(self, value: Any) -> Tensor:
         value = _tensor(value)

@@ -87,6 +87,21 @@ def test_node_made_in_a_helper_called_from_the_definition_is_confirmed(tmp_path:
     assert judge(_at_line(diagnostic, 10), no_stack, Semantics.TORCH).status == "refuted"
 
 
+def test_a_definition_walked_through_to_the_freed_node_is_confirmed() -> None:
+    """PPO's advantages (line 18, a subtraction that saves nothing) carry the value
+    head's node (line 17), where PyTorch's second backward fails: the failing walk
+    reached line 18's freed node first (`reused_lines`), which confirms the finding
+    there; without that record the node line alone refutes it."""
+    path = PROGRAMS / "ppo_advantage_outside_epochs.py"
+    (diagnostic,) = _lint(path).diagnostics
+    report = run_program(str(path), "torch")
+    assert (report.node_line, 18 in report.reused_lines) == (17, True)
+    verdict = judge(diagnostic, report, Semantics.TORCH)
+    assert verdict.status == "confirmed" and "freed node of line 18" in verdict.runtime["detail"]
+    assert judge(diagnostic, dataclasses.replace(report, reused_lines=()), Semantics.TORCH).status == "refuted"
+    assert RunReport.from_dict(report.to_dict()) == report
+
+
 def _failing_at(diagnostic, line: int):
     """The diagnostic with its failing call moved to `line`."""
     related = tuple(dataclasses.replace(r, range=Range(Position(line, 0), Position(line, 20)))

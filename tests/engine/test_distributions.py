@@ -152,8 +152,7 @@ def test_categorical_sample_frequencies(fresh) -> None:
 
 def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
     """Samples have PyTorch's shapes, support and moments; Gamma.rsample is
-    differentiable in the rate as PyTorch's is (value = draw / rate); Dirichlet.rsample
-    refuses a concentration that requires grad."""
+    differentiable in the rate as PyTorch's is (value = draw / rate)."""
     for L in (E, torch):
         L.manual_seed(0)
         D = L.distributions
@@ -167,8 +166,16 @@ def test_gamma_and_dirichlet_samples_and_rate_gradient(fresh) -> None:
         s = D.Gamma(L.full((3,), 3.0), rate).rsample()
         s.sum().backward()
         np.testing.assert_allclose(rate.grad.numpy(), -(s.detach() / rate.detach()).numpy(), rtol=1e-5)
-    with pytest.raises(NotSupportedByEngine, match="concentration that requires grad"):
-        E.distributions.Dirichlet(E.ones(3, requires_grad=True)).rsample()
+
+
+def _names(t) -> list[str]:
+    names, stack = [], [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            names.append(type(node).__name__)
+            stack.extend(n for n, _ in node.next_functions)
+    return sorted(names)
 
 
 def _gamma_rsample_gradients(L) -> list:
@@ -182,27 +189,72 @@ def _gamma_rsample_gradients(L) -> list:
         r = L.tensor([1.0, 2.0, 0.5, 1.5, 1.0, 3.0, 0.7, 1.0], dtype=dtype, requires_grad=True)
         x = L.distributions.Gamma(a, r).rsample((3,))
         (x * L.arange(1.0, 4.0, dtype=dtype).unsqueeze(1)).sum().backward()
-        names, stack = [], [x.grad_fn]
-        while stack:
-            node = stack.pop()
-            if node is not None:
-                names.append(type(node).__name__)
-                stack.extend(n for n, _ in node.next_functions)
-        out += [x.detach().numpy(), a.grad.numpy(), r.grad.numpy(), sorted(names)]
+        out += [x.detach().numpy(), a.grad.numpy(), r.grad.numpy(), _names(x)]
     return out
 
 
-def test_gamma_rsample_is_differentiable_in_the_concentration_as_pytorchs(fresh) -> None:
-    got, want = _gamma_rsample_gradients(E), _gamma_rsample_gradients(torch)
+def _assert_same(got: list, want: list, **tolerance: float) -> None:
+    """Lists (node names, shapes) equal, arrays close."""
+    assert len(got) == len(want)
     for g, w in zip(got, want):
         if isinstance(w, list):
             assert g == w
         else:
-            np.testing.assert_allclose(g, w, rtol=1e-5)
+            np.testing.assert_allclose(g, w, **tolerance)
+
+
+def test_gamma_rsample_is_differentiable_in_the_concentration_as_pytorchs(fresh) -> None:
+    _assert_same(_gamma_rsample_gradients(E), _gamma_rsample_gradients(torch), rtol=1e-5)
     a = E.ones(3, requires_grad=True)
     x = E.distributions.Gamma(a, 1.0).rsample()
     with pytest.raises(NotSupportedByEngine, match="create_graph"):
         E.autograd.grad(x.sum(), a, create_graph=True)
+
+
+def _dirichlet_beta_rsample_gradients(L) -> list:
+    """Seeded Dirichlet and Beta draws and their gradients in the concentrations, with
+    concentrations that reach each branch of PyTorch's `_dirichlet_grad` (a part near 0,
+    a part near 1, both Beta parameters above 6, the rational fit), float32 and float64."""
+    out = []
+    for dtype in (L.float32, L.float64):
+        L.manual_seed(5)
+        c = L.tensor([[0.1, 0.3, 0.2], [0.5, 2.0, 7.0], [9.0, 12.0, 30.0], [1.5, 0.05, 4.0]], dtype=dtype,
+                     requires_grad=True)
+        packed: list[tuple] = []
+
+        def pack(t, packed=packed):
+            packed.append(tuple(t.shape))
+            return t
+
+        with L.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            x = L.distributions.Dirichlet(c).rsample((2,))
+        (x * L.arange(1.0, 4.0, dtype=dtype)).sum().backward()
+        a = L.tensor([0.4, 2.0, 9.0, 50.0, 1.2], dtype=dtype, requires_grad=True)
+        b = L.tensor([3.0, 0.3, 8.0, 60.0, 1.1], dtype=dtype, requires_grad=True)
+        beta = L.distributions.Beta(a, b)
+        y = beta.rsample((3,))
+        (y * L.arange(1.0, 4.0, dtype=dtype).unsqueeze(1)).sum().backward()
+        z = L.distributions.Beta(a, 2.0).rsample()
+        out += [x.detach().numpy(), c.grad.numpy(), _names(x), packed, y.detach().numpy(), a.grad.numpy(),
+                b.grad.numpy(), _names(y), _names(z), beta.log_prob(y.detach()).detach().numpy(),
+                beta.entropy().detach().numpy(), beta.mean.detach().numpy()]
+    return out
+
+
+def test_dirichlet_and_beta_rsample_gradients_are_pytorchs(fresh) -> None:
+    _assert_same(_dirichlet_beta_rsample_gradients(E), _dirichlet_beta_rsample_gradients(torch), rtol=1e-4,
+                 atol=1e-7)
+
+
+def test_dirichlet_rsample_backward_is_once_differentiable(fresh) -> None:
+    c = E.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = E.distributions.Dirichlet(c).rsample()
+    (g,) = E.autograd.grad(x[0], c, create_graph=True)  # a constant, as PyTorch's
+    assert not g.requires_grad
+    w = E.ones(3, requires_grad=True)
+    x = E.distributions.Dirichlet(c).rsample()
+    with pytest.raises(NotSupportedByEngine, match="once-differentiable"):
+        E.autograd.grad((x * w).sum() ** 2, c, create_graph=True)
 
 
 def _seeded_transformed_rsample(L) -> list:

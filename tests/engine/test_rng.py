@@ -56,6 +56,16 @@ DRAWS = {
         L.rand(3)]),
     "beta_sample": lambda L: L.distributions.Beta(L.tensor([0.5, 2.0]), L.tensor([3.0, 0.7])).sample((4,)),
     "dirichlet_sample": lambda L: L.distributions.Dirichlet(L.tensor([[0.3, 1.0, 4.0], [2.0, 2.0, 0.9]])).sample((2,)),
+    # Poisson: the product of uniforms below a rate of 10, transformed rejection above
+    "poisson": lambda L: L.cat([L.poisson(L.tensor([[0.0, 0.5, 3.0, 9.9], [10.0, 25.0, 100.0, 1000.0]])).flatten(),
+                                L.rand(2)]),
+    "poisson_distribution": lambda L: L.distributions.Poisson(L.tensor([2.0, 40.0])).sample((5,)),
+    # trunc_normal_: full normal draws redrawn where outside [a, b] (a wide window), or
+    # uniform candidates accepted against the density (a window under 0.3 of the mass)
+    "init_trunc_normal": lambda L: L.cat([L.nn.init.trunc_normal_(L.zeros(300, 4)).flatten(), L.rand(2)]),
+    "init_trunc_normal_small_std": lambda L: L.nn.init.trunc_normal_(L.zeros(8, 5), std=0.02),
+    "init_trunc_normal_narrow": lambda L: L.cat([L.nn.init.trunc_normal_(L.zeros(37, 5), 0.0, 1.0, 1.0, 3.0).flatten(),
+                                                 L.nn.init.trunc_normal_(L.zeros(9), 0.0, 1.0, -0.1, 0.2), L.rand(2)]),
     "init_normal_": lambda L: L.nn.init.normal_(L.zeros(3, 3), 0.0, 0.02),
     "init_xavier": lambda L: L.nn.init.xavier_uniform_(L.zeros(4, 6)),
     "init_kaiming_normal": lambda L: L.nn.init.kaiming_normal_(L.zeros(8, 5), nonlinearity="relu"),

@@ -102,9 +102,7 @@ def _outcome(case: dict) -> tuple[bool, bool]:
 
 # Measured cases whose API the facade does not provide: case -> the API named
 # by NotSupportedByEngine.
-ENGINE_LIMITS = {
-    "nn.LSTM[params, mkldnn disabled]": "torch.backends.mkldnn.flags",
-}
+ENGINE_LIMITS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -57,12 +57,35 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = Non
 
 def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Any = None) -> Tensor:
+    """PyTorch 2.13's sampler on its stream: when [a, b] holds more than 0.3 of the mass,
+    full normal draws, each element redrawn from the next full draw until inside;
+    else uniform candidates in [a, b] accepted by a uniform against the density."""
     only_defaults("torch.nn.init.trunc_normal_", generator=generator)
-    values = rng.other().normal(mean, std, t.arr.shape)
-    bad = (values < a) | (values > b)
-    while bad.any():  # redraw the few outside [a, b]
-        values[bad] = rng.other().normal(mean, std, int(bad.sum()))
-        bad = (values < a) | (values > b)
+    gen, shape, kind = rng.generator(), t.arr.shape, t.arr.dtype
+
+    def cdf(v: float) -> float:
+        return (1.0 + math.erf(v / math.sqrt(2.0))) / 2.0
+
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = kind.type(a), kind.type(b)
+        values = gen.normal(mean, std, shape, kind)
+        while (bad := (values < lo) | (values > hi)).any():
+            values = np.where(bad, gen.normal(mean, std, shape, kind), values)
+        return _fill(t, values)
+    log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+    def below_density(candidates: np.ndarray) -> np.ndarray:
+        log_pdf = (((candidates - kind.type(mean)) / kind.type(std)) ** 2 * kind.type(-0.5)
+                   - kind.type(log_peak))
+        with np.errstate(divide="ignore"):
+            return np.log(gen.uniform(0.0, 1.0, shape, kind)) > log_pdf
+
+    values = gen.uniform(a, b, shape, kind)
+    pending = below_density(values)
+    while pending.any():
+        candidates = gen.uniform(a, b, shape, kind)
+        values = np.where(pending, candidates, values)
+        pending = np.where(pending, below_density(candidates), pending)
     return _fill(t, values)
 
 

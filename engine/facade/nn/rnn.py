@@ -2,12 +2,13 @@
 
 Under torch semantics RNN and GRU build ATen's CPU graph (`_rnn_impl`): each
 layer projects its whole input once (`linear`, then `unbind` over time), each
-step adds the hidden projection to its slice (GRU splits both with
+step adds the hidden projection to its slice (GRU and LSTM split theirs with
 `unsafe_chunk`), and the layer's outputs are stacked; a batch-first output is
-transposed in place (`TransposeBackward1`). LSTM, which PyTorch runs as one fused
-oneDNN node on CPU, and packed sequences are unrolled a step at a time (a few
-linear, sigmoid/tanh and multiply nodes): they save tensors either way, which is
-what hazard detection needs. Parameter names and gate order follow PyTorch.
+transposed in place (`TransposeBackward1`). A float32 LSTM is PyTorch's fused
+oneDNN layer node instead (`fused_rnn`), unless `torch.backends.mkldnn` is
+disabled. Packed sequences are unrolled a step at a time (a few linear,
+sigmoid/tanh and multiply nodes): they save tensors either way, which is what
+hazard detection needs. Parameter names and gate order follow PyTorch.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import fused, ops
+from ... import fused, fused_rnn, ops
 from ...errors import NotSupportedByEngine
 from ...tape import Tensor
+from .. import backends
 from . import functional as F
 from .modules import Module, _uniform, factory
 from .packing import PackedSequence
@@ -70,6 +72,14 @@ def _gru_projected(xt: Tensor, h: Tensor, w: tuple) -> Tensor:
     return (h - n) * z + n
 
 
+def _lstm_projected(xt: Tensor, state: tuple[Tensor, Tensor], w: tuple) -> tuple[Tensor, Tensor]:
+    """ATen's LSTMCell with the input projected already, its in-place ops out of place."""
+    h, c = state
+    i, f, g, o = ops.unsafe_chunk(ops.linear(h, w[1], w[3]) + xt, 4, 1)
+    cy = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+    return ops.sigmoid(o) * ops.tanh(cy), cy
+
+
 def _lstm_step(x: Tensor, state: tuple[Tensor, Tensor], w: tuple) -> tuple[Tensor, Tensor]:
     h, c = state
     i, f, g, o = _gates(x, h, w).chunk(4, -1)
@@ -79,6 +89,7 @@ def _lstm_step(x: Tensor, state: tuple[Tensor, Tensor], w: tuple) -> tuple[Tenso
 
 class _RNNBase(Module):
     gate_count = 1
+    output_transpose = "TransposeBackward1"  # ATen's output.transpose_(0, 1) for batch_first
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
@@ -125,7 +136,9 @@ class _RNNBase(Module):
         batch = (x.arr.shape[1],)
         state = self._initial(hx, batch, x, unbatched)
         projected = self._projected_step() if fused.pytorch_graph() else None
-        if projected is not None:
+        if self._fused(x):
+            out, finals = self._run_fused(x.contiguous(), state)
+        elif projected is not None:
             out, finals = self._run_projected(x, state, projected)
         else:
             seq, finals = self._run_layers(list(x.unbind(0)), state, None)
@@ -133,17 +146,24 @@ class _RNNBase(Module):
         if unbatched:
             out = out.squeeze(1)
         elif self.batch_first:
-            out = ops.transpose(out, 0, 1, "TransposeBackward1")  # ATen's output.transpose_(0, 1)
+            out = ops.transpose(out, 0, 1, self.output_transpose)
         return out, self._final(finals, unbatched)
+
+    def _fused(self, x: Tensor) -> bool:
+        """Whether PyTorch runs this module as its fused oneDNN layers (only LSTM does)."""
+        return False
+
+    def _run_fused(self, x: Tensor, state: Any) -> tuple[Tensor, list]:
+        raise NotImplementedError
 
     def _run_projected(self, x: Tensor, state: Any, step: Step) -> tuple[Tensor, list]:
         """ATen's layers: the input projected at once, unbound over time, outputs stacked."""
-        finals, states = [], state.unbind(0)  # ATen unbinds the given state by layer
+        finals, states = [], _unbound(state)  # ATen unbinds the given state by layer
         for layer in range(self.num_layers):
             w, s, outs = self._weights(layer), states[layer], []
             for xt in ops.linear(x, w[0], w[2]).unbind(0):
                 s = step(xt, s, w)
-                outs.append(s)
+                outs.append(s[0] if isinstance(s, tuple) else s)
             finals.append(s)
             x = ops.stack(outs, 0)
             if self.dropout and self.training and layer < self.num_layers - 1:
@@ -205,6 +225,13 @@ def _each(state: Any, fn: Callable[[Tensor], Tensor]) -> Any:
     return tuple(fn(s) for s in state) if isinstance(state, tuple) else fn(state)
 
 
+def _unbound(state: Any) -> list:
+    """Each layer's state: h.unbind(0) (LSTM: h's and c's, paired)."""
+    if isinstance(state, tuple):
+        return list(zip(*(s.unbind(0) for s in state)))
+    return list(state.unbind(0))
+
+
 def _rows(b: int, h: Tensor) -> Tensor:
     return h[:b]
 
@@ -232,12 +259,33 @@ class GRU(_RNNBase):
 
 class LSTM(_RNNBase):
     gate_count = 4
+    output_transpose = ""  # ATen's LSTM transposes a batch-first output out of place
 
     def _step(self) -> Step:
         return _lstm_step
 
     def _projected_step(self) -> Step | None:
-        return None  # PyTorch's CPU LSTM is one fused oneDNN node: not reproduced
+        return _lstm_projected
+
+    def _fused(self, x: Tensor) -> bool:
+        """ATen's `use_mkldnn`: a float32 input that is not empty, oneDNN enabled."""
+        return (fused.pytorch_graph() and backends.mkldnn.enabled and x.arr.dtype == np.float32
+                and x.arr.size > 0)
+
+    def _run_fused(self, x: Tensor, state: Any) -> tuple[Tensor, list]:
+        """ATen's `mkldnn_rnn`: one fused node per layer, each given its layer's
+        `hx[layer]`, `cx[layer]` (zeros for the biases of a module without them)."""
+        h, c = state
+        finals = []
+        for layer in range(self.num_layers):
+            w_ih, w_hh, b_ih, b_hh = self._weights(layer)
+            if b_ih is None:
+                b_ih, b_hh = ops.const(np.zeros_like(w_ih.arr)), ops.const(np.zeros_like(w_hh.arr))
+            x, hy, cy = fused_rnn.lstm_layer(x, w_ih, w_hh, b_ih, b_hh, h[layer], c[layer])
+            finals.append((hy, cy))
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, finals
 
     def _initial(self, hx: Any, batch: tuple, x: Tensor, unbatched: bool) -> Any:
         if hx is None:
