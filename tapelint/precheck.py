@@ -52,6 +52,11 @@ _TRACKING = (
 _LOOPS = ("for ", "while ")
 # `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
 _ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")
+# `t = t + x` (or `-`): a target added to itself, however it is spelled after the `=`.
+_RESUMMING = re.compile(
+    r"^[ \t]*([\w.]+)[ \t]*=(?!=)[^\n]*?\b\1\b[^\n]*?[-+]|^[ \t]*([\w.]+)[ \t]*=(?!=)[^\n]*?[-+][^\n]*?\b\2\b",
+    re.MULTILINE,
+)
 _COMMENT_LINE = re.compile(r"^[ \t]*#[^\r\n]*", re.MULTILINE)
 
 
@@ -62,6 +67,28 @@ def may_hold_hazard(source: str, settings: Settings, path: str | None = None) ->
     if _holds_marker(source, settings):
         return True
     return path is not None and _imports_marker(source, path, settings)
+
+
+def holds_seed(code: str, settings: Settings) -> bool:
+    """Whether a part of a module (a def, a class, a method) holds what the
+    analysis acts on by itself: a marker, or a loop that accumulates (its
+    tracked value may come from elsewhere in the module: `analysis.thin`)."""
+    if _holds_marker(code, settings) and not _tracks_only(code, settings):
+        return True
+    if not any(m in code for m in _LOOPS):
+        return False
+    return any(m in code for m in _ACCUMULATING[:-2]) or _RESUMMING.search(code) is not None
+
+
+def _tracks_only(code: str, settings: Settings) -> bool:
+    """The only marker is a value tracked by construction with some `+`/`-`:
+    for a part of a module, a loop that accumulates decides (`holds_seed`)."""
+    return not (
+        ("backward" in code and _BACKWARD_CALL.search(code))
+        or ("autograd" in code and _AUTOGRAD_CALL.search(code))
+        or ("def " in code and any(f"def {hook}(" in code for hook in STEP_HOOK_NAMES))
+        or any(name.split(".")[-1] in code for name in settings.backward_functions + settings.tracked_functions)
+    )
 
 
 def _holds_marker(source: str, settings: Settings) -> bool:
