@@ -73,22 +73,11 @@ def holds_seed(code: str, settings: Settings) -> bool:
     """Whether a part of a module (a def, a class, a method) holds what the
     analysis acts on by itself: a marker, or a loop that accumulates (its
     tracked value may come from elsewhere in the module: `analysis.thin`)."""
-    if _holds_marker(code, settings) and not _tracks_only(code, settings):
+    if _holds_marker(code, settings) and _backward_marker(code, settings):
         return True
     if not any(m in code for m in _LOOPS):
         return False
     return any(m in code for m in _ACCUMULATING[:-2]) or _RESUMMING.search(code) is not None
-
-
-def _tracks_only(code: str, settings: Settings) -> bool:
-    """The only marker is a value tracked by construction with some `+`/`-`:
-    for a part of a module, a loop that accumulates decides (`holds_seed`)."""
-    return not (
-        ("backward" in code and _BACKWARD_CALL.search(code))
-        or ("autograd" in code and _AUTOGRAD_CALL.search(code))
-        or ("def " in code and any(f"def {hook}(" in code for hook in STEP_HOOK_NAMES))
-        or any(name.split(".")[-1] in code for name in settings.backward_functions + settings.tracked_functions)
-    )
 
 
 def _holds_marker(source: str, settings: Settings) -> bool:
@@ -196,6 +185,18 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, tuple[Import
 
 
 def _has_marker(source: str, settings: Settings) -> bool:
+    if _backward_marker(source, settings):
+        return True
+    return (
+        _tracks_by_construction(source)
+        and any(marker in source for marker in _LOOPS)
+        and any(marker in source for marker in _ACCUMULATING)
+    )
+
+
+def _backward_marker(source: str, settings: Settings) -> bool:
+    """A marker other than a value tracked by construction: a backward, or
+    what a framework or the configuration backwards."""
     if "backward" in source and _BACKWARD_CALL.search(source):
         return True
     if "autograd" in source and _AUTOGRAD_CALL.search(source):
@@ -203,13 +204,7 @@ def _has_marker(source: str, settings: Settings) -> bool:
     if "def " in source and any(f"def {hook}(" in source for hook in STEP_HOOK_NAMES):
         return True  # a framework backwards what this hook returns (`analysis/protocols.py`)
     names = settings.backward_functions + settings.tracked_functions
-    if any(name.split(".")[-1] in source for name in names):
-        return True
-    return (
-        _tracks_by_construction(source)
-        and any(marker in source for marker in _LOOPS)
-        and any(marker in source for marker in _ACCUMULATING)
-    )
+    return any(name.split(".")[-1] in source for name in names)
 
 
 def _tracks_by_construction(source: str) -> bool:
