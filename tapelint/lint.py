@@ -141,7 +141,7 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
             code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
         )
 
-    ctx = ReportContext(path=path, module=module, range_of=range_of)
+    ctx = ReportContext(path=path, module=module, range_of=range_of, text=source)
     found: dict[tuple, Diagnostic] = {}
     for rule_class in ALL_RULES:
         if not settings.enabled(rule_class.code):
