@@ -24,7 +24,9 @@ from dataclasses import replace
 import libcst as cst
 
 from tapelint.analysis.driver import analyze_module
+from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.project import CACHE as PARSED
+from tapelint.analysis.thin import thin_source
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.origins import Positions, positions_in, with_origins
 from tapelint.positions import StatementPositions
@@ -61,6 +63,8 @@ def lint_source(source: str, path: str, settings: Settings, precheck: bool = Tru
         return FileResult(path, errors=(FileError(
             path, f"too large to check within the per-file memory budget ({settings.file_memory_mb} MB, about"
             f" {limit} KB of source; config `file-memory-mb`, flag `--file-memory-mb`)"),))
+    if _thin_finds_nothing(source, path, settings):
+        return FileResult(path)
     try:
         module = PARSED.tree(path, source)  # shared with this process's importers of `path`
     except cst.ParserSyntaxError as exc:
@@ -74,6 +78,23 @@ def lint_source(source: str, path: str, settings: Settings, precheck: bool = Tru
     except RecursionError:
         return FileResult(path, errors=(FileError(path, f"{TOO_DEEP} to analyse"),))
     return FileResult(path, diagnostics=diagnostics)
+
+
+def _thin_finds_nothing(source: str, path: str, settings: Settings) -> bool:
+    """The analysis of the file's thin text (`analysis.thin`) finds no
+    hazard. Anything else (a hazard, a parse or analysis error) is left to
+    the lint of the whole text, which reports it from the real text; a file
+    this process parsed whole already is linted whole, at no parse."""
+    if PARSED.holds(path, source):
+        return False
+    thin = thin_source(source, settings)
+    if thin is None:
+        return False
+    try:
+        module = parse_module(thin)
+        return not analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
+    except Exception:  # noqa: BLE001 - the whole lint reproduces (and reports) whatever this was
+        return False
 
 
 def _python_refusal(source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...] | None:
@@ -121,7 +142,7 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
             code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
         )
 
-    ctx = ReportContext(path=path, module=module, range_of=range_of)
+    ctx = ReportContext(path=path, module=module, range_of=range_of, text=source)
     found: dict[tuple, Diagnostic] = {}
     for rule_class in ALL_RULES:
         if not settings.enabled(rule_class.code):

@@ -52,6 +52,11 @@ _TRACKING = (
 _LOOPS = ("for ", "while ")
 # `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
 _ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")
+# `t = t + x` (or `-`): a target added to itself, however it is spelled after the `=`.
+_RESUMMING = re.compile(
+    r"^[ \t]*([\w.]+)[ \t]*=(?!=)[^\n]*?\b\1\b[^\n]*?[-+]|^[ \t]*([\w.]+)[ \t]*=(?!=)[^\n]*?[-+][^\n]*?\b\2\b",
+    re.MULTILINE,
+)
 _COMMENT_LINE = re.compile(r"^[ \t]*#[^\r\n]*", re.MULTILINE)
 
 
@@ -62,6 +67,17 @@ def may_hold_hazard(source: str, settings: Settings, path: str | None = None) ->
     if _holds_marker(source, settings):
         return True
     return path is not None and _imports_marker(source, path, settings)
+
+
+def holds_seed(code: str, settings: Settings) -> bool:
+    """Whether a part of a module (a def, a class, a method) holds what the
+    analysis acts on by itself: a marker, or a loop that accumulates (its
+    tracked value may come from elsewhere in the module: `analysis.thin`)."""
+    if _holds_marker(code, settings) and _backward_marker(code, settings):
+        return True
+    if not any(m in code for m in _LOOPS):
+        return False
+    return any(m in code for m in _ACCUMULATING[:-2]) or _RESUMMING.search(code) is not None
 
 
 def _holds_marker(source: str, settings: Settings) -> bool:
@@ -169,6 +185,18 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, tuple[Import
 
 
 def _has_marker(source: str, settings: Settings) -> bool:
+    if _backward_marker(source, settings):
+        return True
+    return (
+        _tracks_by_construction(source)
+        and any(marker in source for marker in _LOOPS)
+        and any(marker in source for marker in _ACCUMULATING)
+    )
+
+
+def _backward_marker(source: str, settings: Settings) -> bool:
+    """A marker other than a value tracked by construction: a backward, or
+    what a framework or the configuration backwards."""
     if "backward" in source and _BACKWARD_CALL.search(source):
         return True
     if "autograd" in source and _AUTOGRAD_CALL.search(source):
@@ -176,13 +204,7 @@ def _has_marker(source: str, settings: Settings) -> bool:
     if "def " in source and any(f"def {hook}(" in source for hook in STEP_HOOK_NAMES):
         return True  # a framework backwards what this hook returns (`analysis/protocols.py`)
     names = settings.backward_functions + settings.tracked_functions
-    if any(name.split(".")[-1] in source for name in names):
-        return True
-    return (
-        _tracks_by_construction(source)
-        and any(marker in source for marker in _LOOPS)
-        and any(marker in source for marker in _ACCUMULATING)
-    )
+    return any(name.split(".")[-1] in source for name in names)
 
 
 def _tracks_by_construction(source: str) -> bool:

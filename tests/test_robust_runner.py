@@ -28,7 +28,7 @@ SLOW = HEADER + "x = w.sum()" + " + w.sum()" * 2900 + "\nx.backward()\n"
 # ~160 KB of small functions (just under what the size check refuses at a
 # 100 MB budget): over 100 MB to parse and analyse with libcst 1.0 and 1.9
 # alike (at ~110 KB, a clean environment with libcst 1.9 stayed under it).
-WIDE = HEADER + "".join(f"def f{i}(a):\n    return [a.sum() + {i} for _ in range(3)]\n" for i in range(2700))
+WIDE = HEADER + "".join(f"def f{i}(a):\n    a = [a.sum() + {i} for _ in range(3)]\n" for i in range(2700))
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="budgets and /proc are Linux's")
 forked = pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="workers inherit the patch only when forked")
 

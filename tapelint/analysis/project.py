@@ -328,14 +328,19 @@ class ModuleCache:
         linted: the cached tree when this process parsed the same text for
         `path` already, else a fresh parse kept for later importers.
         Raises what `parsing.parse_module` raises."""
-        entry = self.entries.get(os.path.abspath(path)) if path else None
-        if entry is not None and entry.module is not None and entry.text == text:
+        if self.holds(path, text):
             self.entries.move_to_end(os.path.abspath(path))
-            return entry.module
+            return self.entries[os.path.abspath(path)].module  # type: ignore[return-value]
         module = parse_module(text)
         if path and len(text) <= MAX_MODULE_CHARS:
             self._put(os.path.abspath(path), _Entry(None, text, None, module))
         return module
+
+    def holds(self, path: str, text: str) -> bool:
+        """Whether the tree of `text`, the content of the file at `path`, is
+        parsed already (`tree` would not parse)."""
+        entry = self.entries.get(os.path.abspath(path)) if path else None
+        return entry is not None and entry.module is not None and entry.text == text
 
     def summary(self, path: str, module: cst.Module, roots: tuple[str, ...]) -> ModuleSummary:
         """`summarise`, once per cached module and roots; a reuse notes again

@@ -4,9 +4,9 @@ module's names (`analysis.names`), indexed once per file."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -18,6 +18,9 @@ from tapelint.diagnostics import Range, split_lines
 class SourceContext:
     module: cst.Module
     range_of: Callable[[cst.CSTNode], Range]
+    # The text `module` was parsed from, when the caller has it: the same as
+    # `module.code`, which costs a code generation pass over the whole tree.
+    text: Optional[str] = field(default=None, kw_only=True)
 
     def line_of(self, node: cst.CSTNode) -> int:
         return self.range_of(node).start.line
@@ -42,4 +45,4 @@ class SourceContext:
 
     @cached_property
     def lines(self) -> tuple[str, ...]:
-        return tuple(split_lines(self.module.code))
+        return tuple(split_lines(self.text if self.text is not None else self.module.code))
