@@ -12,9 +12,10 @@ statement, and a value tracked by construction — which only a literal
 `requires_grad=True`/`requires_grad_()`, a `Parameter`, `parameters()`, a
 parametric layer of `torch.nn` (a module class of the file owns parameters
 only through those), a library model factory (`from_pretrained(`), or a
-configured tracked function can produce. (A model imported from another
-file of the project is not seen here: an evaluation loop over it is found
-when the file has one of these markers, a backward for one.)
+configured tracked function can produce. (Across files: a file is also
+kept when a first-party module it imports holds a marker, when it loops
+and accumulates over a module's tracked values, or when it passes its own
+tracked values to a module that loops and accumulates.)
 
 Only substring searches here (a regular expression is tried only once a
 substring matched): they cost a few milliseconds per megabyte.
@@ -89,14 +90,17 @@ def _holds_marker(source: str, settings: Settings) -> bool:
 
 
 def _imports_marker(source: str, path: str, settings: Settings) -> bool:
-    """A first-party module imported here holds a marker, or lends tracked
-    values (a model class) to this file's loop that accumulates — itself or
+    """A first-party module imported here holds a marker, lends tracked
+    values (a model class) to this file's loop that accumulates, or holds a
+    loop that accumulates what this file's tracked values make (an
+    `evaluate(model, loader)` called with this file's model) — itself or
     through the modules it re-exports (`from .a import *` in a package's
     `__init__.py`, whose `a` re-exports the model of `models`), followed
     transitively like the analysis resolves a name."""
     if "import" not in source:
         return False
-    accumulates = any(m in source for m in _LOOPS) and any(m in source for m in _ACCUMULATING)
+    accumulates = _accumulates(source)
+    tracks_here = _tracks_by_construction(source)
     pending = list(_imported_files(_imports_of(source), path, settings))
     seen: set[str] = set()
     while pending and len(seen) < MAX_FOLLOWED:
@@ -104,8 +108,8 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
         if found in seen:
             continue
         seen.add(found)
-        marked, tracks, reexports = _markers_of(found, settings)
-        if marked or (tracks and accumulates):
+        marked, tracks, accumulates_there, reexports = _markers_of(found, settings)
+        if marked or (tracks and accumulates) or (tracks_here and accumulates_there):
             return True
         pending.extend(_imported_files(reexports, found, settings))
     return False
@@ -151,18 +155,19 @@ def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Sett
     return files
 
 
-# (path, mtime, size, names) -> (holds a marker, tracks, its `from` imports, content digest)
-_MARKERS: dict[tuple, tuple[bool, bool, tuple[ImportSpec, ...], str]] = {}
+# (path, mtime, size, names) -> (holds a marker, tracks, accumulates, its `from` imports, content digest)
+_MARKERS: dict[tuple, tuple[bool, bool, bool, tuple[ImportSpec, ...], str]] = {}
 
 
-def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, tuple[ImportSpec, ...]]:
+def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, bool, tuple[ImportSpec, ...]]:
     """Whether the module at `path` holds a marker, tracks by construction,
-    and the `from` imports through which it re-exports other modules' names."""
+    holds a loop that accumulates, and the `from` imports through which it
+    re-exports other modules' names."""
     try:
         stat = os.stat(path)
     except OSError:
         reads.path_state(path)
-        return False, False, ()
+        return False, False, False, ()
     key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
     found = _MARKERS.get(key)
     if found is None:
@@ -172,26 +177,27 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, tuple[Import
             data = read_bytes(path)
         except SourceError:
             reads.path_state(path)
-            return False, False, ()
+            return False, False, False, ()
         try:
             code = _COMMENT_LINE.sub("", decode_source(data))
-            marked, tracks = _has_marker(code, settings), _tracks_by_construction(code)
+            marked, tracks, accumulates = _has_marker(code, settings), _tracks_by_construction(code), _accumulates(code)
             reexports = tuple(spec for spec in _imports_of(code) if spec[2] is not None)
         except SourceError:
-            marked, tracks, reexports = False, False, ()
-        found = _MARKERS[key] = (marked, tracks, reexports, reads.content_digest(data))
-    reads.note_content(path, found[3])
-    return found[0], found[1], found[2]
+            marked, tracks, accumulates, reexports = False, False, False, ()
+        found = _MARKERS[key] = (marked, tracks, accumulates, reexports, reads.content_digest(data))
+    reads.note_content(path, found[4])
+    return found[0], found[1], found[2], found[3]
 
 
 def _has_marker(source: str, settings: Settings) -> bool:
     if _backward_marker(source, settings):
         return True
-    return (
-        _tracks_by_construction(source)
-        and any(marker in source for marker in _LOOPS)
-        and any(marker in source for marker in _ACCUMULATING)
-    )
+    return _tracks_by_construction(source) and _accumulates(source)
+
+
+def _accumulates(source: str) -> bool:
+    """A loop and an accumulating statement, by their spelling."""
+    return any(marker in source for marker in _LOOPS) and any(marker in source for marker in _ACCUMULATING)
 
 
 def _backward_marker(source: str, settings: Settings) -> bool:

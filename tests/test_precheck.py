@@ -100,6 +100,21 @@ def test_a_file_whose_import_holds_the_backward_is_not_skipped(tmp_path):
     assert not may_hold_hazard("import numpy\nfor x in xs:\n    total += x\n", Settings(), main)
 
 
+def test_a_file_passing_its_model_to_an_imported_evaluation_loop_is_not_skipped(tmp_path):
+    """`evaluate(model, loader)` of another file loops and sums the loss (no
+    backward, no marker there): the file that builds the model and passes it
+    is analysed, since only its call makes the loss tracked."""
+    (tmp_path / "evaluation.py").write_text(
+        "def evaluate(model, batches):\n    total = 0\n    for x in batches:\n        total += model(x).sum()\n"
+        "    print(total)\n")
+    main = str(tmp_path / "main.py")
+    script = "import torch.nn as nn\nfrom evaluation import evaluate\nevaluate(nn.Linear(2, 1), xs)\n"
+    assert may_hold_hazard(script, Settings(), main)
+    assert not may_hold_hazard(script, Settings())
+    # nothing tracked by construction here: skipped
+    assert not may_hold_hazard("from evaluation import evaluate\nevaluate(model, xs)\n", Settings(), main)
+
+
 PROJECT_FILES = sorted((Path(__file__).parents[1] / "fixtures" / "projects").rglob("*.py"))
 
 
