@@ -266,6 +266,26 @@ def test_a_value_kept_past_the_next_backward_is_still_found():
     assert [type(h).__name__ for h in found] == ["HoistedHazard"]
 
 
+# The temperature update of soft actor-critic (SAC): the policy loss walks
+# the current alpha, the temperature step remakes it under the stable flag.
+UPDATE = """
+        def update(self, state):
+            log_pi = self.policy(state).log_softmax(-1)
+            policy_loss = ({used} * log_pi).mean()
+            self.policy_optim.zero_grad()
+            policy_loss.backward()
+            self.policy_optim.step()
+            if self.tune:
+                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
+                self.alpha_optim.zero_grad()
+                alpha_loss.backward()
+                self.alpha_optim.step()
+                {remake}
+            {after}
+"""
+REMAKE = "self.alpha = self.log_alpha.exp()"
+
+
 SAC = """
     import torch
 
@@ -278,19 +298,7 @@ SAC = """
             self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=1e-3)
             self.alpha = 0.2
 
-        def update(self, state):
-            log_pi = self.policy(state).log_softmax(-1)
-            policy_loss = (self.alpha * log_pi).mean()
-            self.policy_optim.zero_grad()
-            policy_loss.backward()
-            self.policy_optim.step()
-            if self.tune:
-                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
-                self.alpha_optim.zero_grad()
-                alpha_loss.backward()
-                self.alpha_optim.step()
-                self.alpha = self.log_alpha.exp()
-            {flip}
+""" + UPDATE.format(used="self.alpha", remake=REMAKE, after="{flip}") + """
 
     agent = Agent(tune=cfg.tune)
     for step in range(4):
@@ -357,19 +365,7 @@ SAC_LOOP = """
             self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=1e-3)
             {init}
 
-        def update(self, state):
-            log_pi = self.policy(state).log_softmax(-1)
-            policy_loss = ({used} * log_pi).mean()
-            self.policy_optim.zero_grad()
-            policy_loss.backward()
-            self.policy_optim.step()
-            if self.tune:
-                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
-                self.alpha_optim.zero_grad()
-                alpha_loss.backward()
-                self.alpha_optim.step()
-                {remake}
-            return policy_loss.item()
+""" + UPDATE.format(used="{used}", remake="{remake}", after="return policy_loss.item()") + """
 
     agent = Agent(cfg)
     buffer = Buffer()
@@ -382,7 +378,6 @@ SAC_LOOP = """
             steps += 1
             done = steps % 5 == 0
 """
-REMAKE = "self.alpha = self.log_alpha.exp()"
 UPDATE_IF = "if steps > cfg.warmup:\n                agent.update(torch.randn(8, 4))"
 UPDATE_LOOP = ("if steps > cfg.warmup:\n                for i in range(cfg.updates):\n"
                "                    agent.update(torch.randn(8, 4))")
