@@ -266,6 +266,26 @@ def test_a_value_kept_past_the_next_backward_is_still_found():
     assert [type(h).__name__ for h in found] == ["HoistedHazard"]
 
 
+# The temperature update of soft actor-critic (SAC): the policy loss walks
+# the current alpha, the temperature step remakes it under the stable flag.
+UPDATE = """
+        def update(self, state):
+            log_pi = self.policy(state).log_softmax(-1)
+            policy_loss = ({used} * log_pi).mean()
+            self.policy_optim.zero_grad()
+            policy_loss.backward()
+            self.policy_optim.step()
+            if self.tune:
+                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
+                self.alpha_optim.zero_grad()
+                alpha_loss.backward()
+                self.alpha_optim.step()
+                {remake}
+            {after}
+"""
+REMAKE = "self.alpha = self.log_alpha.exp()"
+
+
 SAC = """
     import torch
 
@@ -278,19 +298,7 @@ SAC = """
             self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=1e-3)
             self.alpha = 0.2
 
-        def update(self, state):
-            log_pi = self.policy(state).log_softmax(-1)
-            policy_loss = (self.alpha * log_pi).mean()
-            self.policy_optim.zero_grad()
-            policy_loss.backward()
-            self.policy_optim.step()
-            if self.tune:
-                alpha_loss = -(self.log_alpha * (log_pi.detach() + 1.0)).mean()
-                self.alpha_optim.zero_grad()
-                alpha_loss.backward()
-                self.alpha_optim.step()
-                self.alpha = self.log_alpha.exp()
-            {flip}
+""" + UPDATE.format(used="self.alpha", remake=REMAKE, after="{flip}") + """
 
     agent = Agent(tune=cfg.tune)
     for step in range(4):
@@ -331,3 +339,73 @@ def test_a_tracked_value_made_before_the_loop_and_remade_in_it_is_walked_once():
             alpha = log_alpha.exp()
     """)
     assert found == []
+
+
+# pranz24/pytorch-soft-actor-critic's main loop, rewritten small: the agent
+# remakes its temperature after every update, which runs only on some steps
+# (a test no fact decides), and another object's method is called after it.
+SAC_LOOP = """
+    import itertools
+    import torch
+
+    class Buffer:
+        def __init__(self):
+            self.size = 0
+
+        def add(self, item):
+            self.size = self.size + 1
+
+    class Agent:
+        def __init__(self, cfg):
+            self.policy = torch.nn.Linear(4, 2)
+            self.policy_optim = torch.optim.Adam(self.policy.parameters(), lr=1e-3)
+            self.alpha = cfg.alpha
+            self.tune = cfg.tune
+            self.log_alpha = torch.zeros(1, requires_grad=True)
+            self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=1e-3)
+            {init}
+
+""" + UPDATE.format(used="{used}", remake="{remake}", after="return policy_loss.item()") + """
+
+    agent = Agent(cfg)
+    buffer = Buffer()
+    steps = 0
+    for episode in itertools.count(1):
+        done = False
+        while not done:
+            {call}
+            buffer.add(steps)
+            steps += 1
+            done = steps % 5 == 0
+"""
+UPDATE_IF = "if steps > cfg.warmup:\n                agent.update(torch.randn(8, 4))"
+UPDATE_LOOP = ("if steps > cfg.warmup:\n                for i in range(cfg.updates):\n"
+               "                    agent.update(torch.randn(8, 4))")
+
+
+@pytest.mark.parametrize("call", [UPDATE_IF, UPDATE_LOOP, UPDATE_IF.replace("steps > cfg.warmup", "1")],
+                         ids=["if", "loop-in-if", "if-1"])
+def test_a_value_remade_after_each_update_on_some_steps_is_walked_once(call):
+    """Each update walks the alpha the previous update made, then remakes
+    it. On the path that skips the update nothing is walked; on the one
+    that runs it the previous alpha is unbound afterwards: its release is
+    dead on that path before the paths join. The call on `buffer` after it
+    leaves the agent's attributes as they were (their guards stay)."""
+    code = SAC_LOOP.format(init="pass", used="self.alpha", remake=REMAKE, call=call)
+    assert findings(code) == []
+
+
+@pytest.mark.parametrize("call", [UPDATE_IF, UPDATE_LOOP], ids=["if", "loop-in-if"])
+def test_an_alpha_kept_one_update_longer_is_still_found(call):
+    """The same loop, but the update also reads the alpha of the update
+    before (`self.prev`): that tensor was walked by the previous update."""
+    code = SAC_LOOP.format(init="self.prev = self.alpha", used="(self.alpha + self.prev)",
+                           remake="self.prev = self.alpha\n                " + REMAKE, call=call)
+    assert [type(h).__name__ for h in findings(code)] == ["HoistedHazard"]
+
+
+@pytest.mark.parametrize("call", [UPDATE_IF, UPDATE_LOOP], ids=["if", "loop-in-if"])
+def test_an_alpha_not_remade_is_still_found(call):
+    """Made once, in `__init__`, and never remade: every update walks it."""
+    code = SAC_LOOP.format(init="self.alpha = self.log_alpha.exp()", used="self.alpha", remake="pass", call=call)
+    assert [type(h).__name__ for h in findings(code)] == ["HoistedHazard"]

@@ -49,7 +49,8 @@ def walk(roots: Iterable[GraphValue]) -> Iterator[tuple[Key, list[Key]]]:
 
 def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
     """`state` at the end of an iteration of a loop, before it is carried to
-    the next, or where a loop is left: a released key of an earlier
+    the next, where a loop is left, or at the end of a branch, before it
+    joins the other (the release belongs to its path): a released key of an earlier
     iteration's tensor of one of `loops` (`(n, loop)`: this iteration walked
     the tensor the last one made) is dropped when no binding can reach that
     tensor any more, because every binding of `n` was rebound to this

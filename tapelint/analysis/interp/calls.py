@@ -639,6 +639,8 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
         elif not (key.startswith(("<list@", "<obj@")) or (share_self and key.startswith("self."))
                   or key in callee.globals):
             continue
+        if state.env.get(key) is vals:
+            continue  # left as the call found it: not rebound (its guards stay)
         state.env[key] = vals
         written.append(key)
         if (state.facts or state.guards) and not edge.is_stable(key):

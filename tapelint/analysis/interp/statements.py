@@ -80,7 +80,8 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
         other = _exec_if(frame, stmt.orelse, other, block, index)
     else:
         other = frame.exec_block(stmt.orelse.body.body, other)
-    return State.join(then, other)
+    own = frame.loops[frame.own_loops_from:]
+    return State.join(without_dead_releases(then, own), without_dead_releases(other, own))
 
 
 def fact_keys(frame: Frame, state: State) -> Callable[[str], Optional[str]]:
