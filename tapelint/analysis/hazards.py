@@ -136,7 +136,10 @@ class HazardLog:
         if stale:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}
-        for reuse in find_reuse(event.roots, state.released):
+        # A node reached both as this pass's and as an earlier iteration's
+        # (`age`) is one hazard: the walk within the pass fails first, so it
+        # is recorded first, whatever order the walk met them in.
+        for reuse in sorted(find_reuse(event.roots, state.released), key=lambda r: r.frontier[1] is not None):
             self._record_reuse(event, reuse, state)
         self._check_retained(event, state)
         for reuse in find_reuse(event.roots, state.kept):
