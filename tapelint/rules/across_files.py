@@ -92,18 +92,17 @@ def _reported_elsewhere(diagnostic: Diagnostic, reported: dict[tuple[str, str], 
     """Is every part of `diagnostic` really in one other file (each role it
     shows at a call here is also given there), and does that file report a
     finding of the same code at all those places?"""
-    here = os.path.abspath(diagnostic.path)
-    places = _places(diagnostic)
-    foreign = {p for p in places if p[1] != here}
-    paths = {p[1] for p in foreign}
-    if len(paths) != 1 or not {p[0] for p in places if p[1] == here} <= {p[0] for p in foreign}:
+    found = _callee_hazard(diagnostic)
+    if found is None:
         return False
+    _, foreign = found
+    [path] = {p[1] for p in foreign}
     # The walks and steps say which hazard it is; the value each analysis
     # names may be another node of the same shared graph (`values` or the
     # expression it came from), so a definition only needs to be there.
     walks = {p for p in foreign if p[0] is not Role.DEFINITION}
     return bool(walks) and any(walks <= other and Role.DEFINITION in {p[0] for p in other}
-                               for other in reported.get((diagnostic.code, paths.pop()), ()))
+                               for other in reported.get((diagnostic.code, path), ()))
 
 
 # The role of each code's primary range (docs/rules.md): a caller's copy shows
