@@ -142,3 +142,16 @@ def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression
     if isinstance(statement, cst.Call) and callee_name(statement) == "append" and len(statement.args) == 1:
         return statement.args[0].value
     return None
+
+
+def accumulated_total(statement: cst.CSTNode) -> cst.CSTNode:
+    """The total an accumulating statement adds into (`total_loss` of
+    `total_loss += ...`, `= total_loss + ...`, `losses.append(...)`): for a
+    statement of another file, whose hazard's target `anchors` moved here."""
+    if isinstance(statement, cst.AugAssign):
+        return statement.target
+    if isinstance(statement, cst.Assign):
+        return statement.targets[0].target
+    if isinstance(statement, cst.Call) and isinstance(statement.func, cst.Attribute):
+        return statement.func.value
+    return statement

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 
-import libcst as cst
-
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.anchors import Origin
 from tapelint.analysis.findings import AccumulationHazard, HazardKind
+from tapelint.analysis.fix_facts import accumulated_total
 from tapelint.diagnostics import Diagnostic, Related, Role, Semantics
 from tapelint.fixes.edits import quoted_method_call
 from tapelint.fixes.item import accumulation_fixes, number_read
@@ -251,7 +250,7 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
         to that file, so the fixes here only describe them."""
         call = abbreviate(ctx.code_of(hazard.accumulator))
         statement = abbreviate(inside.module.code_for_node(inside.node).strip())
-        total = abbreviate(inside.module.code_for_node(_total_of(inside.node)).strip())
+        total = abbreviate(inside.module.code_for_node(accumulated_total(inside.node)).strip())
         where = f"`{inside.function}` ({os.path.basename(inside.path)})"
         value = hazard.value
         if hazard.retention_with_backward:
@@ -277,14 +276,3 @@ total = Trainer(nn.Linear(3, 1)).fit([torch.randn(4, 3) for _ in range(3)])
             ),
         )
 
-
-def _total_of(statement: cst.CSTNode) -> cst.CSTNode:
-    """The total an accumulating statement adds into (`total_loss` of
-    `total_loss += ...`, `= total_loss + ...`, `losses.append(...)`)."""
-    if isinstance(statement, cst.AugAssign):
-        return statement.target
-    if isinstance(statement, cst.Assign):
-        return statement.targets[0].target
-    if isinstance(statement, cst.Call) and isinstance(statement.func, cst.Attribute):
-        return statement.func.value
-    return statement
