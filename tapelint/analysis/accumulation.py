@@ -19,6 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis import hazards
+from tapelint.analysis.children import children_of
 from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop
@@ -45,6 +46,7 @@ class Accumulations:
     def __init__(self) -> None:
         self.records: dict[tuple, Accumulation] = {}
         self.loop_sites: dict[Loop, tuple[Sequence[cst.CSTNode], int]] = {}
+        self._generators: dict[int, bool] = {}  # id of a FunctionDef -> does it yield (its tree lives on)
 
     def loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None:
         self.loop_sites.setdefault(loop, (block, index))
@@ -80,14 +82,14 @@ class Accumulations:
             if acc.node is not None and _feeds_the_loss(store, acc):
                 continue  # carried state that the loss is computed from: TL005's
             fresh = [v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
-                     and _made_per_iteration(v, acc)]
+                     and self._made_per_iteration(v, acc)]
             if not fresh or not _outlives(acc):
                 continue
             if _backwarded_after(store, acc):
                 continue
             with_backward = _walked_in_loop(store, acc, fresh)
             if not with_backward:
-                if not any(_made_from_a_loss(v, acc) for v in fresh):
+                if not any(self._made_from_a_loss(v, acc) for v in fresh):
                     continue
                 if not _only_reported_after(self.loop_sites, acc):
                     continue
@@ -105,38 +107,43 @@ class Accumulations:
             )
         return found
 
+    def _made_per_iteration(self, value: AbstractNode, acc: Accumulation) -> bool:
+        return acc.loop in value.loops or self._yielded_per_iteration(value, acc)
 
-def _yielded_per_iteration(value: AbstractNode, acc: Accumulation) -> bool:
-    """Was `value` made in a loop, under a generator function that `acc`'s
-    loop consumes (`for results in self.evaluate_iter(loader)`, which calls
-    `get_outer_loss`)? Each iteration then gets a new one, made on demand, as
-    if made in the loop itself."""
-    if not value.loops or any(loop in value.loops for loop in acc.loops):
-        return False
-    return any(type(e) is cst.FunctionDef and _is_generator(e) for e in value.context)
+    def _yielded_per_iteration(self, value: AbstractNode, acc: Accumulation) -> bool:
+        """Was `value` made in a loop, under a generator function that `acc`'s
+        loop consumes (`for results in self.evaluate_iter(loader)`, which calls
+        `get_outer_loss`)? Each iteration then gets a new one, made on demand, as
+        if made in the loop itself."""
+        if not value.loops or any(loop in value.loops for loop in acc.loops):
+            return False
+        return any(type(e) is cst.FunctionDef and self._is_generator(e) for e in value.context)
+
+    def _is_generator(self, function: cst.FunctionDef) -> bool:
+        """Does `function` itself yield (not a def or lambda nested in it)?"""
+        known = self._generators.get(id(function))
+        if known is None:
+            known = self._generators[id(function)] = _yields(function.body)
+        return known
+
+    def _made_from_a_loss(self, node: AbstractNode, acc: Accumulation, depth: int = 3) -> bool:
+        """Is `node`, or what this iteration computed it from a few operations up
+        (a running mean `(loss - mean) / count`), a loss?"""
+        if _loss_like(node):
+            return True
+        return depth > 0 and any(isinstance(p, AbstractNode) and self._made_per_iteration(p, acc)
+                                 and self._made_from_a_loss(p, acc, depth - 1) for p in node.parents)
 
 
-def _is_generator(function: cst.FunctionDef) -> bool:
-    found = _Yields()
-    function.body.visit(found)
-    return found.any
-
-
-class _Yields(cst.CSTVisitor):
-    """Finds a `yield` of the function itself (not of a nested def or lambda)."""
-
-    def __init__(self) -> None:
-        self.any = False
-
-    def visit_Yield(self, node: cst.Yield) -> bool:
-        self.any = True
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+def _yields(body: cst.CSTNode) -> bool:
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Yield:
+            return True
+        if type(node) not in (cst.FunctionDef, cst.Lambda):
+            stack.extend(children_of(node))
+    return False
 
 
 def _feeds_the_loss(store: StoreView, acc: Accumulation) -> bool:
@@ -193,19 +200,6 @@ def _backwarded_after(store: StoreView, acc: Accumulation) -> bool:
             if id(node) in accumulated:
                 return True
     return False
-
-
-def _made_from_a_loss(node: AbstractNode, acc: Accumulation, depth: int = 3) -> bool:
-    """Is `node`, or what this iteration computed it from a few operations up
-    (a running mean `(loss - mean) / count`), a loss?"""
-    if _loss_like(node):
-        return True
-    return depth > 0 and any(isinstance(p, AbstractNode) and _made_per_iteration(p, acc)
-                             and _made_from_a_loss(p, acc, depth - 1) for p in node.parents)
-
-
-def _made_per_iteration(value: AbstractNode, acc: Accumulation) -> bool:
-    return acc.loop in value.loops or _yielded_per_iteration(value, acc)
 
 
 def _loss_like(node: AbstractNode) -> bool:
