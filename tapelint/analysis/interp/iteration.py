@@ -64,8 +64,8 @@ def data_loader(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
     """`DataLoader(dataset, batch_size, collate_fn=f)`: the container of its batches."""
     from tapelint.analysis.interp.calls import call_values
 
-    samples = _samples(frame, call, _argument(args, 0, "dataset"), state)
-    collate = _argument(args, COLLATE_POSITION, "collate_fn")
+    samples = _samples(frame, call, argument_values(args, 0, "dataset"), state)
+    collate = argument_values(args, COLLATE_POSITION, "collate_fn")
     if collate and call.args:
         # the list of samples one batch is collated from: its own container (at the dataset argument)
         drawn = frame.new_list(call.args[0].value, samples, state)
@@ -94,10 +94,9 @@ def _samples(frame: Frame, call: cst.Call, dataset: Vals, state: State) -> Vals:
     return frozenset(out)
 
 
-def _argument(args: list, index: int, keyword: str) -> Vals:
-    """The values of the argument at position `index` or named `keyword` (none: nothing)."""
-    for name, vals in args:
-        if name == keyword:
-            return vals
+def argument_values(args: list, index: int, keyword: str) -> Vals:
+    """The values of a call's argument at position `index` or named `keyword` (none: nothing)."""
     positional = [vals for name, vals in args if name is None]
-    return positional[index] if index < len(positional) else EMPTY
+    if index < len(positional):
+        return positional[index]
+    return next((vals for name, vals in args if name == keyword), EMPTY)

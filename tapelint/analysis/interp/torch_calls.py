@@ -89,18 +89,10 @@ def _gradients(frame: Frame, call: cst.Call, args: list, state: State) -> Vals:
     if literal_bool(_walk_argument(call, "create_graph", 4)) is not True:
         return frozenset((OPAQUE,))
     parents = [p for index, keyword in ((0, "outputs"), (1, "inputs"))
-               for p in frame.graph_values(_argument_values(args, index, keyword), state)]
+               for p in frame.graph_values(iteration.argument_values(args, index, keyword), state)]
     if not parents:
         return frozenset((OPAQUE,))
     return frozenset((frame.store.node(frame, state, call, "grad", parents, Saves.TENSORS),))
-
-
-def _argument_values(args: list, index: int, keyword: str) -> Vals:
-    """The values of the call's argument at position `index` or named `keyword`."""
-    positional = [vals for name, vals in args if name is None]
-    if index < len(positional):
-        return positional[index]
-    return next((vals for name, vals in args if name == keyword), EMPTY)
 
 
 def _walk_argument(call: cst.Call, keyword: str, position: int) -> Optional[cst.BaseExpression]:
