@@ -405,6 +405,11 @@ class Project:
         self.loaded: dict[str, Optional[Program]] = {}  # path -> its view (None: not loadable)
         self.homes: dict[cst.CSTNode, Program] = {}  # each definition -> the program of its module
         self.resolving: set[tuple[str, str]] = set()
+        # folder -> its roots: one analysis asks once per module it reaches, not
+        # once per lookup (each asking walks up to the project marker, a stat per
+        # folder). The facts the walk noted are in this lint's record already.
+        self._roots: dict[str, tuple[str, ...]] = {}
+        self._summaries: dict[str, Optional[ModuleSummary]] = {}
 
     def close(self) -> None:
         """Drop every program (they refer back to the project), so the trees
@@ -413,9 +418,15 @@ class Project:
         self.loaded.clear()
         self.homes.clear()
         self.resolving.clear()
+        self._roots.clear()
+        self._summaries.clear()
 
     def roots(self, path: str) -> tuple[str, ...]:
-        return roots_for(path, self.src, self.project_root)
+        folder = os.path.dirname(os.path.abspath(path))
+        found = self._roots.get(folder)
+        if found is None:
+            found = self._roots[folder] = roots_for(path, self.src, self.project_root)
+        return found
 
     def summary_of(self, path: str, module: cst.Module) -> ModuleSummary:
         return self.cache.summary(path, module, self.roots(path))
@@ -492,10 +503,17 @@ class Project:
                 or summary.alias_of(name) is not None)
 
     def _summary(self, path: str) -> Optional[ModuleSummary]:
+        """The summary of the module at `path`, read once per analysis (a
+        lookup through a package's `__init__` asks for it again and again)."""
+        if path in self._summaries:
+            return self._summaries[path]
         if reads.is_dir(path):
-            return ModuleSummary(path, (), (), (), (), (), None)  # a namespace package: submodules only
-        module = self.cache.module(path)
-        return self.summary_of(path, module) if module is not None else None
+            found: Optional[ModuleSummary] = ModuleSummary(path, (), (), (), (), (), None)  # submodules only
+        else:
+            module = self.cache.module(path)
+            found = self.summary_of(path, module) if module is not None else None
+        self._summaries[path] = found
+        return found
 
     def _definition(self, path: str, name: str) -> Optional[Found]:
         program = self.program(path)
