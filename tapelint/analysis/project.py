@@ -405,6 +405,9 @@ class Project:
         self.loaded: dict[str, Optional[Program]] = {}  # path -> its view (None: not loadable)
         self.homes: dict[cst.CSTNode, Program] = {}  # each definition -> the program of its module
         self.resolving: set[tuple[str, str]] = set()
+        # Memos for this analysis (the facts they rest on are noted on the first look):
+        self._roots: dict[str, tuple[str, ...]] = {}
+        self._found: dict[tuple[str, str], Optional[Found]] = {}  # outermost lookups, complete
 
     def close(self) -> None:
         """Drop every program (they refer back to the project), so the trees
@@ -413,9 +416,14 @@ class Project:
         self.loaded.clear()
         self.homes.clear()
         self.resolving.clear()
+        self._roots.clear()
+        self._found.clear()
 
     def roots(self, path: str) -> tuple[str, ...]:
-        return roots_for(path, self.src, self.project_root)
+        roots = self._roots.get(path)
+        if roots is None:
+            roots = self._roots[path] = roots_for(path, self.src, self.project_root)
+        return roots
 
     def summary_of(self, path: str, module: cst.Module) -> ModuleSummary:
         return self.cache.summary(path, module, self.roots(path))
@@ -447,13 +455,19 @@ class Project:
         module aliases and submodules)."""
         head, rest = parts[0], list(parts[1:])
         key = (summary.path, ".".join(parts))
+        if key in self._found:
+            return self._found[key]
         if key in self.resolving:
             return None
+        outermost = not self.resolving  # no cycle cut short what it finds
         self.resolving.add(key)
         try:
-            return self._lookup(summary, head, rest)
+            found = self._lookup(summary, head, rest)
         finally:
             self.resolving.discard(key)
+        if outermost:
+            self._found[key] = found
+        return found
 
     def _lookup(self, summary: ModuleSummary, head: str, rest: list[str]) -> Optional[Found]:
         if head in summary.functions or head in summary.classes:
