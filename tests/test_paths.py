@@ -13,7 +13,9 @@ import pytest
 
 from tapelint.analysis import paths
 from tapelint.analysis.driver import ModuleAnalysis
+from tapelint.analysis.interp.statements import iterates_at_least_once
 from tapelint.analysis.paths import Fact, contradicts, decide
+from tapelint.lint import lint_source
 from tapelint.settings import Settings
 
 
@@ -319,9 +321,6 @@ def test_a_flag_a_method_flips_is_not_stable():
     assert [type(h).__name__ for h in found] == ["HoistedHazard"]
 
 
-@pytest.mark.xfail(strict=True, reason="nodes are flow-insensitive per site: the product `alpha * ...` keeps the"
-                   " first iteration's parent (the alpha bound before the loop) in later passes;"
-                   " see docs/analysis.md")
 def test_a_tracked_value_made_before_the_loop_and_remade_in_it_is_walked_once():
     """As above, with the first alpha made (tracked) before the loop: each
     tensor is walked once (it runs on PyTorch)."""
@@ -339,6 +338,67 @@ def test_a_tracked_value_made_before_the_loop_and_remade_in_it_is_walked_once():
             alpha = log_alpha.exp()
     """)
     assert found == []
+
+
+REMADE_ALPHA = """
+    import torch
+    policy = torch.nn.Linear(4, 2)
+    log_alpha = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.Adam(list(policy.parameters()) + [log_alpha], lr=1e-3)
+    batches = list(range(3))
+    alpha = log_alpha.exp()
+    for epoch in range(3):
+        for batch in {inner}:
+            loss = (alpha * policy(torch.randn(8, 4))).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            {remake}alpha = log_alpha.exp()
+"""
+
+
+@pytest.mark.parametrize("inner", ["range(4)", "batches"])
+def test_a_value_made_before_nested_loops_and_remade_after_each_update_is_walked_once(inner):
+    """Epochs of batches: the first batch of the first epoch walks the alpha
+    made before the loops, every later batch the one the batch before made.
+    An inner loop that may not run (`batches` of unknown length) joins the
+    state before it; the alpha bound there was not yet walked on that path."""
+    assert findings(REMADE_ALPHA.format(inner=inner, remake="")) == []
+
+
+@pytest.mark.parametrize("inner", ["range(4)", "batches"])
+def test_a_value_made_before_nested_loops_and_remade_only_sometimes_is_walked_twice(inner):
+    """The hazard twin: alpha is remade only after odd batches, so the second
+    batch walks the alpha the first walked (PyTorch fails there)."""
+    code = textwrap.dedent(REMADE_ALPHA.format(inner=inner, remake="if batch % 2:\n                "))
+    found = [(d.code, d.range.start.line) for d in lint_source(code, "t.py", Settings()).diagnostics]
+    assert ("TL001", 7) in found  # the alpha made before the loops
+
+
+def test_a_value_made_in_init_and_remade_after_each_update_is_walked_once():
+    """Soft actor-critic's temperature: `self.alpha` made in `__init__` (before
+    the training loop) and remade after every update."""
+    assert findings("""
+        import torch
+
+        class Agent:
+            def __init__(self):
+                self.policy = torch.nn.Linear(4, 2)
+                self.log_alpha = torch.zeros(1, requires_grad=True)
+                self.opt = torch.optim.Adam(list(self.policy.parameters()) + [self.log_alpha], lr=1e-3)
+                self.alpha = self.log_alpha.exp()
+
+            def update(self, obs):
+                loss = (self.alpha * self.policy(obs)).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                self.alpha = self.log_alpha.exp()
+
+        agent = Agent()
+        for step in range(4):
+            agent.update(torch.randn(8, 4))
+    """) == []
 
 
 # pranz24/pytorch-soft-actor-critic's main loop, rewritten small: the agent
@@ -409,3 +469,13 @@ def test_an_alpha_not_remade_is_still_found(call):
     """Made once, in `__init__`, and never remade: every update walks it."""
     code = SAC_LOOP.format(init="self.alpha = self.log_alpha.exp()", used="self.alpha", remake="pass", call=call)
     assert [type(h).__name__ for h in findings(code)] == ["HoistedHazard"]
+
+
+@pytest.mark.parametrize(("iterable", "runs"), [
+    ("range(4)", True), ("range(1, 3)", True), ("range(0x2)", True), ("[a, b]", True), ("(a,)", True),
+    ("range(0)", False), ("range(3, 3)", False), ("range(n)", False), ("range(0, 8, 2)", False),
+    ("[]", False), ("[*xs]", False), ("loader", False), ("range(stop=3)", False),
+])
+def test_a_loop_runs_at_least_once_only_over_literal_non_empty_ranges_and_lists(iterable, runs):
+    """Only then is the state before the loop not one of the states after it."""
+    assert iterates_at_least_once(cst.parse_expression(iterable)) is runs

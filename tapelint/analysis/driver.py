@@ -26,7 +26,7 @@ from tapelint.analysis.fix_facts import with_roles, with_shapes
 from tapelint.analysis.hazards import HazardLog, one_per_total
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
-from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, ListRef, Loop, StepEvent
+from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, GraphValue, ListRef, Loop, StepEvent
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
@@ -225,9 +225,9 @@ class ModuleAnalysis:
     def loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None:
         self.accumulations.loop_site(loop, block, index)
 
-    def backward(self, event: BackwardEvent, state: State) -> None:
+    def backward(self, event: BackwardEvent, roots: Sequence[GraphValue], state: State) -> None:
         self.store.prove(event)
-        self.log.on_backward(event, state)
+        self.log.on_backward(event, roots, state)
         self.steps.on_backward(event)
 
     def step(self, event: StepEvent) -> None:

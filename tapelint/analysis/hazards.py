@@ -41,7 +41,7 @@ from tapelint.analysis.staleness import module_name, stale_walks
 from tapelint.analysis.state import Key, State
 from tapelint.analysis.store import StoreView
 from tapelint.analysis.syntax import keyword_arg, walk_nodes
-from tapelint.analysis.walks import key_of, steps, walk
+from tapelint.analysis.walks import Iterations, key_of, steps, walk
 from tapelint.ops import Saves
 
 
@@ -67,9 +67,9 @@ class Reuse:
         return tuple(dict.fromkeys(node.op for node, _ in self.group if node.saves is Saves.UNKNOWN))
 
 
-def find_reuse(roots: Iterable[GraphValue], released: dict[Key, BackwardEvent]) -> list[Reuse]:
-    """The released regions a walk from `roots` enters, one per frontier."""
-    graph = dict(walk(roots))
+def find_reuse(roots: Iterable[GraphValue], graph: dict[Key, list[Key]],
+               released: dict[Key, BackwardEvent]) -> list[Reuse]:
+    """The released regions a walk from `roots` (running `graph`) enters, one per frontier."""
     frontiers: list[Key] = []
     seen: set[Key] = set()
     stack = [k for k in (key_of(*steps(r, None)) for r in roots)]
@@ -129,32 +129,35 @@ class HazardLog:
         self.hazards: dict[tuple, ReuseHazard | RetainHazard | StaleHazard] = {}
         self.reused_nodes: dict[tuple, AbstractNode] = {}  # hazard key -> the reused node
 
-    def on_backward(self, event: BackwardEvent, state: State) -> None:
-        """Check a walk against what earlier walks released, then release
-        (or retain) what it walks."""
-        stale = stale_walks(event, state, self.store)
+    def on_backward(self, event: BackwardEvent, roots: Sequence[GraphValue], state: State) -> None:
+        """Check a walk from `roots` (what `event` walks in this pass: its
+        roots joined over the passes may hold another iteration's) against what
+        earlier walks released, then release (or retain) what it walks."""
+        first = frozenset(self.store.first_iterations)
+        where = Iterations(first.intersection(event.loops), frozenset(event.loops) - first)
+        graph = dict(walk(roots, where))  # what the walk runs, in walk order
+        stale = stale_walks(graph, state, self.store)
         if stale:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}
         # A node reached both as this pass's and as an earlier iteration's
         # (`age`) is one hazard: the walk within the pass fails first, so it
         # is recorded first, whatever order the walk met them in.
-        for reuse in sorted(find_reuse(event.roots, state.released), key=lambda r: r.frontier[1] is not None):
-            self._record_reuse(event, reuse, state)
-        self._check_retained(event, state)
-        for reuse in find_reuse(event.roots, state.kept):
+        for reuse in sorted(find_reuse(roots, graph, state.released), key=lambda r: r.frontier[1] is not None):
+            self._record_reuse(event, roots, reuse, state)
+        self._check_retained(event, graph, state)
+        for reuse in find_reuse(roots, graph, state.kept):
             if stale_keys.intersection(reuse.group):
                 continue  # a step changed what the kept graph saved: TL007 says why it fails, under both
             if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
                        for h in self.hazards.values()):
-                self._record_reuse(event, reuse, state, strict_only=True)
-        walked = [key for key, _ in walk(event.roots)]
+                self._record_reuse(event, roots, reuse, state, strict_only=True)
         if event.retains is Retains.NO:
-            for key in walked:
+            for key in graph:
                 state.released.setdefault(key, event)
                 state.retained.pop(key, None)
         elif event.retains is Retains.YES and not event.is_grad and not event.creates_graph:
-            for key in walked:
+            for key in graph:
                 state.retained[key] = event  # the latest retain is the one the next backward relies on
                 state.kept.setdefault(key, event)
 
@@ -166,7 +169,8 @@ class HazardLog:
                  if id(self.reused_nodes.get(key)) not in except_nodes]
         return one_per_cause(found)
 
-    def _record_reuse(self, event: BackwardEvent, reuse: Reuse, state: State, strict_only: bool = False) -> None:
+    def _record_reuse(self, event: BackwardEvent, roots: Sequence[GraphValue], reuse: Reuse, state: State,
+                      strict_only: bool = False) -> None:
         """Turn a walk into released (or, `strict_only`, retained) ground into
         a hazard of the kind that where the reused node was created decides."""
         node, age = reuse.frontier
@@ -175,7 +179,7 @@ class HazardLog:
             return  # unknown provenance: never a confident report
         loop: Optional[Loop] = None
         name = self.store.display_name(node)
-        real_roots = [r.node if isinstance(r, Carried) else r for r in event.roots]
+        real_roots = [r.node if isinstance(r, Carried) else r for r in roots]
         if first is event:
             if age is None:
                 outside = [lp for lp in event.loops if lp not in node.loops]
@@ -255,10 +259,10 @@ class HazardLog:
                 return self.store.list_site(key)
         return None
 
-    def _check_retained(self, event: BackwardEvent, state: State) -> None:
+    def _check_retained(self, event: BackwardEvent, graph: dict[Key, list[Key]], state: State) -> None:
         if event.is_grad:
             return
-        for key, _ in walk(event.roots):
+        for key in graph:
             earlier = state.retained.get(key)
             if earlier is None or earlier is event or earlier.scope is not event.scope:
                 continue

@@ -67,6 +67,12 @@ class AbstractNode:
     saves: Saves
     op: str  # what created it, for messages: "exp", "self.encoder(...)", "*"
     parents: list[GraphValue] = field(default_factory=list)
+    # Its parents by which of its loops were past their first iteration when
+    # it was made (`run_loop` runs the first apart): a walk that knows which
+    # iteration it runs in follows only those, so a product made in the loop
+    # from a value bound before it and remade in it reaches that value in the
+    # first iteration only. `parents` is their union.
+    parents_when: dict[frozenset, list[GraphValue]] = field(default_factory=dict)
     name: Optional[str] = None  # the first name bound to it, for messages
     accumulator: bool = False  # created by `total += x` in a loop (TL003)
     context: tuple = ()  # the chain of inlined calls it was created under

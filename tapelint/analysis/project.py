@@ -410,6 +410,7 @@ class Project:
         # folder). The facts the walk noted are in this lint's record already.
         self._roots: dict[str, tuple[str, ...]] = {}
         self._summaries: dict[str, Optional[ModuleSummary]] = {}
+        self._found: dict[tuple[str, str], Optional[Found]] = {}  # outermost lookups, complete
 
     def close(self) -> None:
         """Drop every program (they refer back to the project), so the trees
@@ -420,6 +421,7 @@ class Project:
         self.resolving.clear()
         self._roots.clear()
         self._summaries.clear()
+        self._found.clear()
 
     def roots(self, path: str) -> tuple[str, ...]:
         folder = os.path.dirname(os.path.abspath(path))
@@ -458,13 +460,19 @@ class Project:
         module aliases and submodules)."""
         head, rest = parts[0], list(parts[1:])
         key = (summary.path, ".".join(parts))
+        if key in self._found:
+            return self._found[key]
         if key in self.resolving:
             return None
+        outermost = not self.resolving  # no cycle cut short what it finds
         self.resolving.add(key)
         try:
-            return self._lookup(summary, head, rest)
+            found = self._lookup(summary, head, rest)
         finally:
             self.resolving.discard(key)
+        if outermost:
+            self._found[key] = found
+        return found
 
     def _lookup(self, summary: ModuleSummary, head: str, rest: list[str]) -> Optional[Found]:
         if head in summary.functions or head in summary.classes:

@@ -39,7 +39,6 @@ from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
-    BackwardEvent,
     Carried,
     FunctionRef,
     ListRef,
@@ -412,12 +411,12 @@ def _is_tracked(value: object, store: StoreView) -> bool:
     return isinstance(value, AbstractNode) and value is not OPAQUE and store.is_tracked(value)
 
 
-def stale_walks(event: BackwardEvent, state: State, store: StoreView) -> list[tuple[Key, StepEvent]]:
-    """The stale keys a backward reaches, in walk order, with the step that
+def stale_walks(walked: Iterable[Key], state: State, store: StoreView) -> list[tuple[Key, StepEvent]]:
+    """The stale keys of what a backward runs (`walked`, in walk order), with the step that
     made each stale; keys an earlier backward released are the reuse rules'
     (PyTorch reports the freed graph before the version)."""
     hits = []
-    for key, _ in walk(event.roots):
+    for key in walked:
         step = state.stale.get(key)
         if step is not None and key not in state.released and store.is_tracked(key[0]):
             hits.append((key, step))

@@ -47,6 +47,9 @@ class StoreView(Protocol):
     @property
     def events(self) -> Mapping[tuple, BackwardEvent]: ...
 
+    @property
+    def first_iterations(self) -> tuple[Loop, ...]: ...
+
     def is_tracked(self, node: AbstractNode) -> bool: ...
 
     def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]: ...
@@ -70,6 +73,7 @@ class NodeStore:
         self.objects: dict[tuple, ObjectRef] = {}
         self.carried: dict[tuple, Carried] = {}
         self.events: dict[tuple, BackwardEvent] = {}
+        self.first_iterations: tuple[Loop, ...] = ()  # the loops whose first iteration is being run
         self.proven: set[int] = set()  # ids of nodes a backward proved tracked
         self.changes = 0  # grows whenever the graph does: the loop fixed point's test
         self.order = 0
@@ -98,15 +102,21 @@ class NodeStore:
             tracked = Tracked.union([p.tracked for p in graph_parents]) if graph_parents else Tracked.NO
         key = (site, where.context, where.loops)
         existing = self.nodes.get(key)
+        later = frozenset(loop for loop in where.loops if loop not in self.first_iterations)
         if existing is None:
-            node = AbstractNode(site, where.loops, tracked, leaf, saves, op, list(dict.fromkeys(graph_parents)),
+            unique = list(dict.fromkeys(graph_parents))
+            node = AbstractNode(site, where.loops, tracked, leaf, saves, op, unique, {later: list(unique)},
                                 context=where.context)
             self.nodes[key] = node
             self.changes += 1
             return node
+        these = existing.parents_when.setdefault(later, [])
         for parent in graph_parents:
             if not any(parent is p for p in existing.parents):
                 existing.parents.append(parent)
+                self.changes += 1
+            if not any(parent is p for p in these):
+                these.append(parent)
                 self.changes += 1
         joined = Tracked.union([existing.tracked, tracked])
         if joined is not existing.tracked:
@@ -194,10 +204,12 @@ class NodeStore:
                                 result.op, list(result.parents), name=name, context=result.context)
             self.nodes[memo] = node
             self.changes += 1
-        else:
-            for parent in result.parents:
-                if not any(parent is p for p in node.parents):
-                    node.parents.append(parent)
+        pairs = [(node.parents, result.parents)]
+        pairs += [(node.parents_when.setdefault(when, []), theirs) for when, theirs in result.parents_when.items()]
+        for mine, theirs in pairs:
+            for parent in theirs:
+                if not any(parent is p for p in mine):
+                    mine.append(parent)
                     self.changes += 1
         return node
 

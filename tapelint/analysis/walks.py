@@ -6,7 +6,8 @@ walk this way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Optional
 
 from tapelint.analysis.model import AbstractNode, Carried, FunctionRef, GraphValue, Loop, Tracked, TupleVal
@@ -23,9 +24,33 @@ def steps(value: GraphValue, age: Optional[Loop]) -> tuple[AbstractNode, Optiona
     return value, age
 
 
-def walk(roots: Iterable[GraphValue]) -> Iterator[tuple[Key, list[Key]]]:
+@dataclass(frozen=True)
+class Iterations:
+    """Where a walk runs: the loops in their first iteration, and those past
+    it (of any other loop, the walk may run in either)."""
+
+    first: frozenset[Loop]
+    later: frozenset[Loop]
+
+
+def parents_of(node: AbstractNode, age: Optional[Loop], where: Optional[Iterations]) -> list[GraphValue]:
+    """The parents of `node`'s tensor of `age` (`key_of`) as a walk `where`
+    meets it: those it was made with in the iterations the walk runs in.
+    The iteration of `age` and of the loops inside it is an earlier one, any."""
+    if where is None or len(node.parents_when) < 2:
+        return node.parents
+    loops = node.loops if age is None else node.loops[:node.loops.index(age)]
+    known = [(loop, loop in where.later) for loop in loops if loop in where.first or loop in where.later]
+    if not known:
+        return node.parents
+    return [parent for when, parents in node.parents_when.items()
+            if all((loop in when) is later for loop, later in known) for parent in parents]
+
+
+def walk(roots: Iterable[GraphValue], where: Optional[Iterations] = None) -> Iterator[tuple[Key, list[Key]]]:
     """Every graph node a backward from `roots` runs (non-leaf, possibly
-    tracked), with the keys of its parents that it will run next."""
+    tracked), with the keys of its parents that it will run next. `where`:
+    which iterations the walk runs in, if known (`parents_of`)."""
     seen: set[Key] = set()
     stack: list[Key] = []
     for root in roots:
@@ -40,14 +65,14 @@ def walk(roots: Iterable[GraphValue]) -> Iterator[tuple[Key, list[Key]]]:
         if node.leaf or node.tracked is Tracked.NO:
             continue
         children: list[Key] = []
-        for parent in node.parents:
+        for parent in parents_of(node, age, where):
             p_node, p_age = steps(parent, age)
             children.append(key_of(p_node, p_age))
         yield key, children
         stack.extend(children)
 
 
-def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
+def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[Key] = ()) -> State:
     """`state` at the end of an iteration of a loop, before it is carried to
     the next, where a loop is left, or at the end of a branch, before it
     joins the other (the release belongs to its path): a released key of an earlier
@@ -58,10 +83,13 @@ def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
     was released", and the next iteration's walk of the tensor this one made
     (`alpha = log_alpha.exp()` after each update) would look like a second
     walk of it. `loops` are the loops of the frame whose state this is (what
-    a caller's frame holds cannot reach a tensor made in them). A walk from
-    the bindings stops where the graph is released already, as a
-    backward's does."""
-    candidates = [key for key in state.released if key[1] is not None and key[1] in loops]
+    a caller's frame holds cannot reach a tensor made in them); `also`, more
+    keys to drop where no binding reaches them (a loop's exit, about to be
+    joined with the state before it). A walk from the bindings stops where
+    the graph is released already, as a backward's does; what it meets of an
+    earlier iteration's released ground keeps the ground behind it released
+    (what the next walk into it is told was saved)."""
+    candidates = [key for key in state.released if (key[1] is not None and key[1] in loops) or key in also]
     if not candidates:
         return state
     reached: set[Key] = set()
@@ -76,6 +104,16 @@ def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
             continue
         for parent in node.parents:
             stack.append(key_of(*steps(parent, age)))
+    # An earlier iteration's released tensor still bound keeps the released
+    # ground behind it: a walk meeting it is told what that ground saved.
+    stack = [key for key in candidates if key in reached and key[1] is not None]
+    while stack:
+        node, age = stack.pop()
+        for parent in node.parents:
+            key = key_of(*steps(parent, age))
+            if key in state.released and key not in reached:
+                reached.add(key)
+                stack.append(key)
     dead = [key for key in candidates if key not in reached]
     if not dead:
         return state

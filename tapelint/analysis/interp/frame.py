@@ -25,6 +25,7 @@ from tapelint.analysis.model import (
     AbstractNode,
     BackwardEvent,
     Carried,
+    GraphValue,
     ListRef,
     Loop,
     ModuleRef,
@@ -50,8 +51,8 @@ class Recorder(Protocol):
 
     def loop_site(self, loop: Loop, block: Sequence[cst.CSTNode], index: int) -> None: ...
 
-    def backward(self, event: BackwardEvent, state: State) -> None:
-        """A backward walked `event.roots` in `state` (which it releases)."""
+    def backward(self, event: BackwardEvent, roots: Sequence[GraphValue], state: State) -> None:
+        """A backward walked `roots` (this pass's of `event.roots`) in `state` (which it releases)."""
 
     def step(self, event: StepEvent) -> None:
         """An optimizer step (or an update by hand) changed parameters in place."""

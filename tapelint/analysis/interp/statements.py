@@ -185,7 +185,7 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
         return s
 
     per_element = elements if any(isinstance(v, ListRef) for v in iterable) else EMPTY
-    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element)
+    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element, entered=iterates_at_least_once(stmt.iter))
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
@@ -248,32 +248,64 @@ def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst
         frame.eval(stmt.test, s)
         return s
 
-    state = run_loop(frame, loop, bind, stmt.body.body, state)
+    state = run_loop(frame, loop, bind, stmt.body.body, state, entered=literal_bool(stmt.test) is True)
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
 
 
+def _released_since(entry: State, state: State) -> list:
+    """The keys of this iteration's tensors `state` released that `entry` had not."""
+    return [key for key in state.released if key[1] is None and key not in entry.released]
+
+
+def iterates_at_least_once(iterable: cst.BaseExpression) -> bool:
+    """Does a `for` over `iterable` run its body at least once whatever the
+    program's data: `range` of literal bounds that is not empty, a non-empty
+    literal list or tuple?"""
+    if isinstance(iterable, (cst.List, cst.Tuple)):
+        return bool(iterable.elements) and not any(isinstance(e, cst.StarredElement) for e in iterable.elements)
+    if type(iterable) is not cst.Call or dotted_name(iterable.func) != "range":
+        return False
+    bounds = [arg.value for arg in iterable.args]
+    if len(bounds) not in (1, 2) or any(arg.keyword is not None or arg.star for arg in iterable.args):
+        return False
+    values = [int(b.value, 0) for b in bounds if type(b) is cst.Integer]
+    if len(values) != len(bounds):
+        return False
+    start, stop = (0, values[0]) if len(values) == 1 else values
+    return start < stop
+
+
 def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
-             state: State, per_element: Vals = EMPTY) -> State:
-    """Iterate the body to a fixed point. What reaches the head again is
-    carried: this iteration's nodes become `Carried` stand-ins, and so do
-    the released regions, which are then "released by an earlier
-    iteration". `per_element`: the container elements a `for` binds, one
-    runtime tensor per iteration."""
+             state: State, per_element: Vals = EMPTY, entered: bool = False) -> State:
+    """Run the first iteration from the state before the loop, then iterate
+    the body to a fixed point from what the end of an iteration carries back
+    to the head: this iteration's nodes become `Carried` stand-ins, and so
+    do the released regions, which are then "released by an earlier
+    iteration". The first iteration is peeled (`NodeStore.first_iterations`,
+    `AbstractNode.later_parents`): a value bound before the loop and rebound
+    in it reaches only the first iteration's graph. `per_element`: the
+    container elements a `for` binds, one runtime tensor per iteration;
+    `entered`: the body runs at least once, so the state before the loop
+    does not leave it."""
     outer = frame.loops
     frame.loops = outer + (loop,)
+    own = frame.loops[frame.own_loops_from:]
     store = frame.store
     entry = lattice.without_garbage(state, loop, store.lists.values).copy()
-    head = entry.copy()
-    last = head
-    breaks: list[State] = []
-    frame.loop_exits.append(([], breaks))
+    head = entry
+    carried_first: Optional[State] = None  # the head of the second iteration
+    exits: list[list[State]] = []  # per pass kept: the states leaving the loop (its end, its breaks)
+    frame.loop_exits.append(([], []))
+    outer_first = store.first_iterations
     try:
         for _ in range(MAX_PASSES):
+            first = carried_first is None
+            store.first_iterations = outer_first + (loop,) if first else outer_first
             before = store.changes
             continues: list[State] = []
-            breaks = []
+            breaks: list[State] = []
             frame.loop_exits[-1] = (continues, breaks)
             returned = len(frame.exits)
             end = frame.exec_block(body, bind(head.copy()))
@@ -282,23 +314,35 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
                 del frame.exits[returned:]
             for other in continues:
                 end = State.join(end, other)
-            last = end
+            # The first iteration's exits, and the latest of the later ones' (which cover the earlier).
+            exits[1 if exits else 0:] = [[end, *breaks]]
             if per_element:
                 end = end.copy()
                 _distinct_per_element(per_element, entry, end)
-            end = without_dead_releases(end, frame.loops[frame.own_loops_from:])
-            new_head = State.join(entry, lattice.carry(end, loop, store.carry))
+            end = without_dead_releases(end, own)
+            back = lattice.carry(end, loop, store.carry)
+            if carried_first is None:
+                head = carried_first = back
+                continue
+            new_head = State.join(carried_first, back)
             if new_head.same(head) and store.changes == before:
                 break
             head = new_head
-        own = frame.loops[frame.own_loops_from:]
-        last = without_dead_releases(last, own)
-        breaks = [without_dead_releases(other, own) for other in breaks]
     finally:
         frame.loop_exits.pop()
         frame.loops = outer
-    result = State.join(entry, last)
-    for other in breaks:
+        store.first_iterations = outer_first
+    if entered:
+        leaving = [without_dead_releases(other, own) for states in exits for other in states]
+    else:
+        # Joined with the state before the loop (it may not run), a tensor
+        # made before it, released in it and no longer bound (`alpha`
+        # remade after each update) would read "bound and released" on one
+        # path: its release is dropped where no binding reaches it.
+        leaving = [entry] + [without_dead_releases(other, own, _released_since(entry, other))
+                             for states in exits for other in states]
+    result = leaving[0]
+    for other in leaving[1:]:
         result = State.join(result, other)
     return result
 

@@ -250,7 +250,7 @@ def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, 
         functions = _named_functions(frame)
         for root in graph_roots:
             frame.store.proven.update(walked_components(root, functions))
-    frame.recorder.backward(event, state)
+    frame.recorder.backward(event, graph_roots, state)
 
 
 def _named_functions(frame: Frame) -> frozenset[str]:
