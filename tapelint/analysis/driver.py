@@ -26,7 +26,17 @@ from tapelint.analysis.fix_facts import with_roles, with_shapes
 from tapelint.analysis.hazards import HazardLog, one_per_total
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.statements import has_loop, run_loop
-from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, GraphValue, ListRef, Loop, StepEvent
+from tapelint.analysis.model import (
+    OPAQUE,
+    AbstractNode,
+    BackwardEvent,
+    Carried,
+    GraphValue,
+    ListRef,
+    Loop,
+    StepEvent,
+    Tracked,
+)
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
@@ -134,8 +144,12 @@ class ModuleAnalysis:
         return found + one_per_total(accumulated.values())
 
     def contexts(self) -> list[tuple[cst.CSTNode, tuple]]:
-        """Each node's site and each backward's call, with the chain of calls it ran under."""
-        nodes = [(key[0], key[1]) for key in self.store.nodes if type(key[1]) is tuple]
+        """Each node's site and each backward's call, with the chain of calls it ran
+        under. Tracked nodes come first: a hazard's value is one, so a site also run
+        under `no_grad` (an evaluation call before the loop) is placed at the call
+        that made the tracked tensor."""
+        ordered = sorted(self.store.nodes.items(), key=lambda item: item[1].tracked is not Tracked.YES)
+        nodes = [(key[0], key[1]) for key, _ in ordered if type(key[1]) is tuple]
         return nodes + [(event.call, event.context) for event in self.events.values()]
 
     def _frame(self, scope: cst.CSTNode, context: tuple, owner: Optional[ClassInfo],

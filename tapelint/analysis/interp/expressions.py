@@ -201,9 +201,35 @@ def eval_ifexp(frame: Frame, expr: cst.IfExp, state: State) -> Vals:
     y` in a call `run(False)`)."""
     frame.eval(expr.test, state)
     known = paths.decide(expr.test, state.facts, fact_keys(frame, state))
+    tested = _tests_for_a_number(expr.test) if known is None else None
+    if tested is not None:
+        known = _a_tensor_is_no_number(frame, tested, state)
     if known is not None:
         return frame.eval(expr.body if known else expr.orelse, state)
     return frame.eval(expr.body, state) | frame.eval(expr.orelse, state)
+
+
+_NUMBER_TYPES = frozenset(("int", "float", "complex", "bool", "numbers.Number", "numbers.Real", "numbers.Integral"))
+
+
+def _tests_for_a_number(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`x` of `isinstance(x, numbers.Number)` (or int, float, a tuple of such), else None."""
+    if type(test) is not cst.Call or dotted_name(test.func) != "isinstance" or len(test.args) != 2:
+        return None
+    kinds = test.args[1].value
+    names = [e.value for e in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
+    return test.args[0].value if all(dotted_name(n) in _NUMBER_TYPES for n in names) else None
+
+
+def _a_tensor_is_no_number(frame: Frame, tested: cst.BaseExpression, state: State) -> Optional[bool]:
+    """False when `tested` holds only tensors with history: no Python number
+    (pyro's `torch_item`, `x if isinstance(x, numbers.Number) else x.item()`,
+    given a loss takes the `.item()` arm); None when not known."""
+    vals = frame.eval(tested, state)
+    nodes = [v.node if isinstance(v, Carried) else v for v in vals]
+    if nodes and all(isinstance(n, AbstractNode) and n is not OPAQUE and frame.store.is_tracked(n) for n in nodes):
+        return False
+    return None
 
 
 def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:

@@ -17,6 +17,7 @@ from tapelint import ops
 from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis import state as lattice
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp import grad_mode
 from tapelint.analysis.model import (
     AbstractNode,
     Carried,
@@ -360,7 +361,7 @@ def _exec_with(frame: Frame, stmt: cst.With, state: State, block: Sequence[cst.C
             no_grad = False
             continue
         if name in torch_api.SET_GRAD and type(expr) is cst.Call and expr.args:
-            flag = literal_bool(expr.args[0].value)
+            flag = grad_mode.grad_enabled(expr.args[0].value, state, fact_keys(frame, state))
             if flag is not None:
                 no_grad = not flag
             continue
@@ -436,6 +437,8 @@ def _exec_annassign(frame: Frame, small: cst.AnnAssign, state: State) -> None:
 
 def _exec_expr(frame: Frame, small: cst.Expr, state: State) -> None:
     frame.eval(small.value, state)
+    if type(small.value) is cst.Call:
+        grad_mode.note_mode_switch(small.value, state)  # `model.eval()`: the path knows `model.training`
 
 
 def _exec_return(frame: Frame, small: cst.Return, state: State) -> None:

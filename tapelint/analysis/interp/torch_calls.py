@@ -11,7 +11,8 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp import iteration
+from tapelint.analysis.interp import grad_mode, iteration
+from tapelint.analysis.interp.statements import fact_keys
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -49,7 +50,7 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     if name in iteration.DATA_LOADERS:
         return iteration.data_loader(frame, call, args, state)
     if name in torch_api.SET_GRAD and args:
-        flag = literal_bool(call.args[0].value)
+        flag = grad_mode.grad_enabled(call.args[0].value, state, fact_keys(frame, state))
         if flag is not None:
             state.no_grad = not flag
         return EMPTY
