@@ -64,18 +64,25 @@ def without_dead_releases(state: State, loops: Sequence[Loop]) -> State:
     candidates = [key for key in state.released if key[1] is not None and key[1] in loops]
     if not candidates:
         return state
+    released = state.released
     reached: set[Key] = set()
     stack: list[Key] = [key_of(*steps(v, None)) for v in _graph_values(state)]
-    while stack:
+    while stack:  # (`steps` and `key_of` written out: this loop is a large file's hottest)
         key = stack.pop()
         if key in reached:
             continue
         reached.add(key)
         node, age = key
-        if key in state.released or node.leaf or node.tracked is Tracked.NO:
+        if key in released or node.leaf or node.tracked is Tracked.NO:
             continue
         for parent in node.parents:
-            stack.append(key_of(*steps(parent, age)))
+            if type(parent) is Carried:
+                parent_node = parent.node
+                parent_age = older(parent_node, age, parent.loop)
+            else:
+                parent_node, parent_age = parent, age
+            stack.append((parent_node, parent_age if parent_age is not None and parent_age in parent_node.loops
+                          else None))
     dead = [key for key in candidates if key not in reached]
     if not dead:
         return state

@@ -177,7 +177,7 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
     iterable = frame.iterate(stmt.iter, frame.eval(stmt.iter, state), state)
     elements = frame.elements(iterable, state)
     _freeze_parameters_loop(frame, stmt, state)
-    loop = Loop(stmt, label="for")
+    loop = frame.store.loop(stmt, label="for")
     frame.recorder.loop_site(loop, block, index)
 
     def bind(s: State) -> State:
@@ -241,7 +241,7 @@ def _reachable(roots: Iterable[Value], through_carried: bool) -> set[int]:
 
 
 def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
-    loop = Loop(stmt, label="while")
+    loop = frame.store.loop(stmt, label="while")
     frame.recorder.loop_site(loop, block, index)
 
     def bind(s: State) -> State:
