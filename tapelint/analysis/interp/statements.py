@@ -264,7 +264,8 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     outer = frame.loops
     frame.loops = outer + (loop,)
     store = frame.store
-    entry = lattice.without_garbage(state, loop, store.lists.values).copy()
+    # (an earlier run's containers and releases that nothing reaches any more are not this run's)
+    entry = without_dead_releases(lattice.without_garbage(state, loop, store.lists.values), (loop,)).copy()
     head = entry.copy()
     last = head
     breaks: list[State] = []
