@@ -17,6 +17,7 @@ from tapelint import ops
 from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis import state as lattice
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp import iteration
 from tapelint.analysis.model import (
     AbstractNode,
     Carried,
@@ -185,19 +186,24 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
         return s
 
     per_element = elements if any(isinstance(v, ListRef) for v in iterable) else EMPTY
+    per_element |= iteration.indexed_elements(frame, stmt, state)
     state = run_loop(frame, loop, bind, stmt.body.body, state, per_element)
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
 
 
-def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
+def _distinct_per_element(elements: Vals, entry: State, end: State, loops: tuple[Loop, ...]) -> None:
     """A loop over a container's elements (`for l in losses: l.backward()`)
     binds a different runtime tensor in each iteration: what one
     iteration's walk released of an element's own graph is not the next
     element's. Kept released: what was released before the loop, and what
-    a name outside the container also holds (`h` shared by every element)."""
-    new = [key for key in end.released if key not in entry.released and key[1] is None]
+    a name outside the container also holds (`h` shared by every element) —
+    unless that value was made once per iteration of a loop that has ended
+    (`loops`: the ones running): such a name (`loss` after `for ...: loss =
+    ...; losses.append(loss)`) holds the last of many tensors, one element."""
+    # (this iteration's tensors, or an ended loop's: what it appended in its earlier iterations)
+    new = [key for key in end.released if key not in entry.released and (key[1] is None or key[1] not in loops)]
     if not new:
         return
     # An element that is an object (a collated batch) owns what its attributes hold.
@@ -209,7 +215,8 @@ def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
                          if (not name.startswith("<") or name.startswith("<obj@")) and not name.startswith(objects)
                          for v in vals if isinstance(v, AbstractNode)), False)
     for key in new:
-        if id(key[0]) in own and id(key[0]) not in shared:
+        node = key[0]
+        if id(node) in own and (id(node) not in shared or any(loop not in loops for loop in node.loops)):
             del end.released[key]
 
 
@@ -286,7 +293,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             last = end
             if per_element:
                 end = end.copy()
-                _distinct_per_element(per_element, entry, end)
+                _distinct_per_element(per_element, entry, end, frame.loops)
             end = without_dead_releases(end, frame.loops[frame.own_loops_from:])
             new_head = State.join(entry, lattice.carry(end, loop, store.carry))
             if new_head.same(head) and store.changes == before:
