@@ -199,25 +199,50 @@ def _distinct_per_element(elements: Vals, entry: State, end: State, loops: tuple
     iteration's walk released of an element's own graph is not the next
     element's. Kept released: what was released before the loop, and what
     a name outside the container also holds (`h` shared by every element) —
-    unless that value was made once per iteration of a loop that has ended
-    (`loops`: the ones running): such a name (`loss` after `for ...: loss =
-    ...; losses.append(loss)`) holds the last of many tensors, one element."""
-    # (this iteration's tensors, or an ended loop's: what it appended in its earlier iterations)
-    new = [key for key in end.released if key not in entry.released and (key[1] is None or key[1] not in loops)]
+    unless it is an element made once per iteration of a loop that has
+    ended (`loops`: the ones running), or made with it in that iteration:
+    such a name (`loss` after `for ...: loss = ...; losses.append(loss)`)
+    holds the last of many tensors, one element."""
+    tensors = list(_tensors(elements))
+    apart = _made_per_ended_iteration(tensors, loops)
+    # (this iteration's tensors, or an ended loop's element: what it appended in its earlier iterations)
+    new = [key for key in end.released if key not in entry.released and (key[1] is None or id(key[0]) in apart)]
     if not new:
         return
     # An element that is an object (a collated batch) owns what its attributes hold.
     objects = tuple(v.prefix for v in elements if isinstance(v, ObjectRef))
     held = [v for name, vals in end.env.items() if objects and name.startswith(objects) for v in vals]
-    own = _reachable(_tensors(list(elements) + held), True)
+    own = _reachable(tensors + list(_tensors(held)), True)
     # (an earlier iteration's value of an outer loop is another tensor: not shared)
     shared = _reachable((v for name, vals in entry.env.items()
                          if (not name.startswith("<") or name.startswith("<obj@")) and not name.startswith(objects)
                          for v in vals if isinstance(v, AbstractNode)), False)
     for key in new:
-        node = key[0]
-        if id(node) in own and (id(node) not in shared or any(loop not in loops for loop in node.loops)):
+        node_id = id(key[0])
+        if node_id in own and (node_id not in shared or node_id in apart):
             del end.released[key]
+
+
+def _made_per_ended_iteration(elements: list, loops: tuple[Loop, ...]) -> set[int]:
+    """Ids of the elements made in a loop that has ended, and of what each
+    was made from in the same iteration of it (non-carried parents made in
+    that loop too): one runtime tensor per iteration of that loop, so one
+    per element. What every element was made from (a buffer filled before,
+    all slices reading it) is not among them."""
+    out: set[int] = set()
+    for element in elements:
+        node = element.node if isinstance(element, Carried) else element
+        ended = [loop for loop in node.loops if loop not in loops]
+        if not ended:
+            continue
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if id(current) in out or current.leaf or not all(loop in current.loops for loop in ended):
+                continue
+            out.add(id(current))
+            stack.extend(p for p in current.parents if isinstance(p, AbstractNode))
+    return out
 
 
 def _tensors(vals: Iterable[Value]) -> Iterable[Value]:
