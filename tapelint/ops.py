@@ -159,9 +159,11 @@ UNTRACKING_BUILTINS: frozenset[str] = frozenset(
     ("float", "int", "bool", "str", "repr", "len", "round", "format", "isinstance", "id", "hash")
 )
 
-# Containers of modules: they own their children's parameters, but calling
-# one is an error, so they have no entry in MODULES.
-MODULE_CONTAINERS: frozenset[str] = frozenset(("ModuleList", "ModuleDict"))
+# Containers of modules or of parameters: they own their children's
+# parameters (`vars = nn.ParameterList()`, then `F.linear(x, vars[0])`, as
+# functional MAML learners keep their weights), but calling one is an error,
+# so they have no entry in MODULES.
+MODULE_CONTAINERS: frozenset[str] = frozenset(("ModuleList", "ModuleDict", "ParameterList", "ParameterDict"))
 
 # Module classes that own parameters: their output is tracked whatever the
 # input, and every callable one of them saves tensors for backward.

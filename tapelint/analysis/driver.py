@@ -215,7 +215,7 @@ class ModuleAnalysis:
         state = State(dict(initial), {}, {}, no_grad=self.program.is_no_grad_function(fn))
         frame.bind_parameters(fn, state, method=owner is not None, args=None)
         if implicit_loop:
-            loop = Loop(fn, implicit=True, label=f"calls of {fn.name.value}()")
+            loop = self.store.loop(fn, implicit=True, label=f"calls of {fn.name.value}()")
 
             def call_again(s: State) -> State:
                 """Each call gets its arguments afresh (`backward(self, loss)` is given a new loss)."""

@@ -41,10 +41,13 @@ class Retains(str, Enum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Loop:
     """A loop statement, or the implicit loop of a step function called once
-    per training step (`node` is then the function definition)."""
+    per training step (`node` is then the function definition). One object
+    per loop and analysis (`NodeStore.loop` makes them), so identity is
+    equality: every walk step tests a node's loops and hashes its key, and
+    comparing by value cost most of a large file's analysis time."""
 
     node: cst.CSTNode
     implicit: bool = False

@@ -72,6 +72,7 @@ class NodeStore:
         self.function_refs: dict[tuple, FunctionRef] = {}
         self.objects: dict[tuple, ObjectRef] = {}
         self.carried: dict[tuple, Carried] = {}
+        self._loops: dict[tuple, Loop] = {}
         self.events: dict[tuple, BackwardEvent] = {}
         self.first_iterations: tuple[Loop, ...] = ()  # the loops whose first iteration is being run
         self.proven: set[int] = set()  # ids of nodes a backward proved tracked
@@ -81,6 +82,15 @@ class NodeStore:
         # (`analysis.shapes`): the fixes' "is this a tensor?".
         self.shapes: dict[cst.CSTNode, ValueShape] = {}
         self.bound_shapes: dict[str, ValueShape] = {}  # the same per name or attribute path bound
+
+    def loop(self, node: cst.CSTNode, implicit: bool = False, label: str = "") -> Loop:
+        """The one `Loop` of this statement (or step function): every run of
+        it, in every call context, is the same loop."""
+        key = (node, implicit, label)
+        found = self._loops.get(key)
+        if found is None:
+            found = self._loops[key] = Loop(node, implicit, label)
+        return found
 
     def node(
         self,

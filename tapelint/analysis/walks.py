@@ -92,18 +92,25 @@ def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[
     candidates = [key for key in state.released if (key[1] is not None and key[1] in loops) or key in also]
     if not candidates:
         return state
+    released = state.released
     reached: set[Key] = set()
     stack: list[Key] = [key_of(*steps(v, None)) for v in _graph_values(state)]
-    while stack:
+    while stack:  # (`steps` and `key_of` written out: this loop is a large file's hottest)
         key = stack.pop()
         if key in reached:
             continue
         reached.add(key)
         node, age = key
-        if key in state.released or node.leaf or node.tracked is Tracked.NO:
+        if key in released or node.leaf or node.tracked is Tracked.NO:
             continue
         for parent in node.parents:
-            stack.append(key_of(*steps(parent, age)))
+            if isinstance(parent, Carried):
+                parent_node = parent.node
+                parent_age = older(parent_node, age, parent.loop)
+            else:
+                parent_node, parent_age = parent, age
+            stack.append((parent_node, parent_age if parent_age is not None and parent_age in parent_node.loops
+                          else None))
     # An earlier iteration's released tensor still bound keeps the released
     # ground behind it: a walk meeting it is told what that ground saved.
     stack = [key for key in candidates if key in reached and key[1] is not None]
@@ -111,7 +118,7 @@ def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[
         node, age = stack.pop()
         for parent in node.parents:
             key = key_of(*steps(parent, age))
-            if key in state.released and key not in reached:
+            if key in released and key not in reached:
                 reached.add(key)
                 stack.append(key)
     dead = [key for key in candidates if key not in reached]

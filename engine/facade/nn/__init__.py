@@ -62,6 +62,7 @@ from .modules import (  # noqa: F401
     MSELoss,
     NLLLoss,
     Parameter,
+    ParameterList,
     ReLU,
     ReLU6,
     Sequential,

@@ -308,6 +308,36 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
+class ParameterList(Module):
+    """Parameters registered under their positions (`"0"`, `"1"`, ...), read
+    like a list: functional learners keep their weights here and apply them
+    with `F.linear(x, vars[0], vars[1])`."""
+
+    def __init__(self, values: Any = None) -> None:
+        super().__init__()
+        for p in values or ():
+            self.append(p)
+
+    def append(self, p: Parameter) -> ParameterList:
+        self.register_parameter(str(len(self._parameters)), p)
+        return self
+
+    def extend(self, values: Any) -> ParameterList:
+        for p in values:
+            self.append(p)
+        return self
+
+    def __getitem__(self, i: Any) -> Any:
+        params = list(self._parameters.values())
+        return ParameterList(params[i]) if isinstance(i, slice) else params[i]
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self._parameters.values())
+
+
 class ModuleDict(Module):
     def __init__(self, mods: Any = None) -> None:
         super().__init__()

@@ -8,7 +8,9 @@ elements), else `__getitem__` (Python's old sequence protocol). A
 of its batches, computed where the loader is made: `f` called on a list of
 the dataset's samples (what its `__getitem__` returns, or a list's or a
 tensor's elements), or, without `collate_fn`, the samples themselves (the
-default collate stacks them, which keeps each sample's history).
+default collate stacks them, which keeps each sample's history). A `for`
+over an index (`range`, the counter of `enumerate`) reads a container's
+elements by it: `losses[i]` is another element in each iteration.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from tapelint.analysis.model import OPAQUE, ObjectRef, SelfRef
+from tapelint.analysis.model import OPAQUE, ListRef, ObjectRef, SelfRef
+from tapelint.analysis.names import bound_in
 from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.syntax import walk_nodes
 
 if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
@@ -100,3 +104,42 @@ def argument_values(args: list, index: int, keyword: str) -> Vals:
     if index < len(positional):
         return positional[index]
     return next((vals for name, vals in args if name == keyword), EMPTY)
+
+
+def indexed_elements(frame: Frame, loop: cst.For, state: State) -> Vals:
+    """The elements of containers that `loop` reads by its index (`for i in
+    range(n): loss = losses[i]`, `for i, x in enumerate(xs): ys[i]`), the
+    index never rebound in the body: like the elements a `for` over the
+    container binds, a different one in each iteration."""
+    index = _loop_index(loop, state)
+    if index is None or index in bound_in(loop.body):
+        return EMPTY
+    out: set = set()
+    for node in walk_nodes(loop.body):
+        if type(node) is cst.Subscript and type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index):
+            for value in frame.eval(node.value, state):
+                if isinstance(value, ListRef):
+                    out |= state.env.get(value.key, EMPTY)
+    return frozenset(out)
+
+
+def _loop_index(loop: cst.For, state: State) -> Optional[str]:
+    """The name a `for` over `range(...)`, or the counter of one over
+    `enumerate(...)`, binds to each iteration's number (builtins not shadowed)."""
+    source = loop.iter
+    if type(source) is not cst.Call or type(source.func) is not cst.Name or source.func.value in state.env:
+        return None
+    target = loop.target
+    if source.func.value == "range" and type(target) is cst.Name:
+        return target.value
+    if source.func.value == "enumerate" and type(target) is cst.Tuple and target.elements \
+            and type(target.elements[0].value) is cst.Name:
+        return target.elements[0].value.value
+    return None
+
+
+def _subscript_is(node: cst.Subscript, index: str) -> bool:
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return False
+    value = node.slice[0].slice.value
+    return type(value) is cst.Name and value.value == index

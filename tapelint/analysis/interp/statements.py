@@ -17,7 +17,7 @@ from tapelint import ops
 from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis import state as lattice
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp import grad_mode
+from tapelint.analysis.interp import grad_mode, iteration
 from tapelint.analysis.model import (
     AbstractNode,
     Carried,
@@ -178,7 +178,7 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
     iterable = frame.iterate(stmt.iter, frame.eval(stmt.iter, state), state)
     elements = frame.elements(iterable, state)
     _freeze_parameters_loop(frame, stmt, state)
-    loop = Loop(stmt, label="for")
+    loop = frame.store.loop(stmt, label="for")
     frame.recorder.loop_site(loop, block, index)
 
     def bind(s: State) -> State:
@@ -186,32 +186,63 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
         return s
 
     per_element = elements if any(isinstance(v, ListRef) for v in iterable) else EMPTY
+    per_element |= iteration.indexed_elements(frame, stmt, state)
     state = run_loop(frame, loop, bind, stmt.body.body, state, per_element, entered=iterates_at_least_once(stmt.iter))
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
 
 
-def _distinct_per_element(elements: Vals, entry: State, end: State) -> None:
+def _distinct_per_element(elements: Vals, entry: State, end: State, loops: tuple[Loop, ...]) -> None:
     """A loop over a container's elements (`for l in losses: l.backward()`)
     binds a different runtime tensor in each iteration: what one
     iteration's walk released of an element's own graph is not the next
     element's. Kept released: what was released before the loop, and what
-    a name outside the container also holds (`h` shared by every element)."""
-    new = [key for key in end.released if key not in entry.released and key[1] is None]
+    a name outside the container also holds (`h` shared by every element) —
+    unless it is an element made once per iteration of a loop that has
+    ended (`loops`: the ones running), or made with it in that iteration:
+    such a name (`loss` after `for ...: loss = ...; losses.append(loss)`)
+    holds the last of many tensors, one element."""
+    tensors = list(_tensors(elements))
+    apart = _made_per_ended_iteration(tensors, loops)
+    # (this iteration's tensors, or an ended loop's element: what it appended in its earlier iterations)
+    new = [key for key in end.released if key not in entry.released and (key[1] is None or id(key[0]) in apart)]
     if not new:
         return
     # An element that is an object (a collated batch) owns what its attributes hold.
     objects = tuple(v.prefix for v in elements if isinstance(v, ObjectRef))
     held = [v for name, vals in end.env.items() if objects and name.startswith(objects) for v in vals]
-    own = _reachable(_tensors(list(elements) + held), True)
+    own = _reachable(tensors + list(_tensors(held)), True)
     # (an earlier iteration's value of an outer loop is another tensor: not shared)
     shared = _reachable((v for name, vals in entry.env.items()
                          if (not name.startswith("<") or name.startswith("<obj@")) and not name.startswith(objects)
                          for v in vals if isinstance(v, AbstractNode)), False)
     for key in new:
-        if id(key[0]) in own and id(key[0]) not in shared:
+        node_id = id(key[0])
+        if node_id in own and (node_id not in shared or node_id in apart):
             del end.released[key]
+
+
+def _made_per_ended_iteration(elements: list, loops: tuple[Loop, ...]) -> set[int]:
+    """Ids of the elements made in a loop that has ended, and of what each
+    was made from in the same iteration of it (non-carried parents made in
+    that loop too): one runtime tensor per iteration of that loop, so one
+    per element. What every element was made from (a buffer filled before,
+    all slices reading it) is not among them."""
+    out: set[int] = set()
+    for element in elements:
+        node = element.node if isinstance(element, Carried) else element
+        ended = [loop for loop in node.loops if loop not in loops]
+        if not ended:
+            continue
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if id(current) in out or current.leaf or not all(loop in current.loops for loop in ended):
+                continue
+            out.add(id(current))
+            stack.extend(p for p in current.parents if isinstance(p, AbstractNode))
+    return out
 
 
 def _tensors(vals: Iterable[Value]) -> Iterable[Value]:
@@ -242,7 +273,7 @@ def _reachable(roots: Iterable[Value], through_carried: bool) -> set[int]:
 
 
 def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
-    loop = Loop(stmt, label="while")
+    loop = frame.store.loop(stmt, label="while")
     frame.recorder.loop_site(loop, block, index)
 
     def bind(s: State) -> State:
@@ -285,7 +316,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     to the head: this iteration's nodes become `Carried` stand-ins, and so
     do the released regions, which are then "released by an earlier
     iteration". The first iteration is peeled (`NodeStore.first_iterations`,
-    `AbstractNode.later_parents`): a value bound before the loop and rebound
+    `AbstractNode.parents_when`): a value bound before the loop and rebound
     in it reaches only the first iteration's graph. `per_element`: the
     container elements a `for` binds, one runtime tensor per iteration;
     `entered`: the body runs at least once, so the state before the loop
@@ -294,7 +325,8 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     frame.loops = outer + (loop,)
     own = frame.loops[frame.own_loops_from:]
     store = frame.store
-    entry = lattice.without_garbage(state, loop, store.lists.values).copy()
+    # (an earlier run's containers and releases that nothing reaches any more are not this run's)
+    entry = without_dead_releases(lattice.without_garbage(state, loop, store.lists.values), (loop,)).copy()
     head = entry
     carried_first: Optional[State] = None  # the head of the second iteration
     exits: list[list[State]] = []  # per pass kept: the states leaving the loop (its end, its breaks)
@@ -319,7 +351,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             exits[1 if exits else 0:] = [[end, *breaks]]
             if per_element:
                 end = end.copy()
-                _distinct_per_element(per_element, entry, end)
+                _distinct_per_element(per_element, entry, end, frame.loops)
             end = without_dead_releases(end, own)
             back = lattice.carry(end, loop, store.carry)
             if carried_first is None:
