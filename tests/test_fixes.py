@@ -205,6 +205,7 @@ def test_safe_fixes_only_touch_reported_totals():
         "tl003_total_in_both_branches.py": ["total += loss.item()", "total += (2 * loss).item()"],
         "tl003_criterion_value_not_named_loss.py": ["running += q.item()"],
         "tl003_loss_or_zero_accumulated.py": ["total += float(term)"],
+        "tl003_number_helper_keeps_a_tensor.py": ["total += as_float(loss).detach()"],
     }
 
 

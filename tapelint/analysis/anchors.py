@@ -145,6 +145,9 @@ class _Placer:
                 continue
             call, fn = found
             call = call or fallback
+            if call is None and isinstance(value, Loop):
+                # a loop of an inherited method: where its backward was placed (the base class)
+                call = next((e.call for e in changes.values() if isinstance(e, BackwardEvent)), None)
             if call is None:
                 return None
             if f.name in _ROLES:

@@ -295,5 +295,6 @@ class NodeStore:
         by reference counting, not at the next full collection."""
         for node in self.nodes.values():
             node.parents.clear()
+            node.parents_when.clear()
         for ref in self.function_refs.values():
             ref.closure = None

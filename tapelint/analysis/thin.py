@@ -141,15 +141,21 @@ def _closure(units: Sequence[_Unit], fixed_words: set[str], shells: dict[int, fr
     relevant_names: set[str] = set()
 
     def keep(index: int) -> None:
-        unit = units[index]
-        kept.add(index)
-        words.update(unit.words)
-        if unit.owner is not None and unit.owner not in kept:
-            keep(unit.owner)
-        if unit.owner is None and index in shells:
-            for other, method in enumerate(units):
-                if method.owner == index and method.always and other not in kept:
-                    keep(other)
+        """Keep the unit, its class's statements and, for a class, its special
+        methods (a worklist: a recursive closure would be a reference cycle)."""
+        stack = [index]
+        while stack:
+            index = stack.pop()
+            if index in kept:
+                continue
+            unit = units[index]
+            kept.add(index)
+            words.update(unit.words)
+            if unit.owner is not None and unit.owner not in kept:
+                stack.append(unit.owner)
+            if unit.owner is None and index in shells:
+                stack.extend(other for other, method in enumerate(units)
+                             if method.owner == index and method.always and other not in kept)
 
     changed = True
     while changed:
