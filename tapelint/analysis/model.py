@@ -229,6 +229,11 @@ class ObjectRef:
 
     cls: cst.ClassDef = field(repr=False)
     site: cst.CSTNode = field(repr=False)
+    # Its place among the module's objects by creation: calls on several
+    # objects run in this order (`calls._each_alternative`), not in hash
+    # order, so which walk their joined state says released a shared
+    # tensor is the same in every process.
+    order: int = 0
 
     @property
     def prefix(self) -> str:

@@ -170,7 +170,7 @@ class NodeStore:
         key = (site, where.context, where.loops)
         obj = self.objects.get(key)
         if obj is None:
-            obj = self.objects[key] = ObjectRef(cls, site)
+            obj = self.objects[key] = ObjectRef(cls, site, len(self.objects))
         return obj
 
     def lists_within(self, context: tuple) -> frozenset[str]:

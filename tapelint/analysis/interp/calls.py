@@ -206,7 +206,7 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
         # outlives every call, whatever else it is.
         receiver = frozenset((frame.store.new_list(func.value, _Outside(frame.context)),))
     out: set = set()
-    objects = [v for v in receiver if isinstance(v, ObjectRef)]
+    objects = sorted((v for v in receiver if isinstance(v, ObjectRef)), key=lambda obj: obj.order)
     if len(objects) > 1:
         out |= _each_alternative(frame, state, [
             lambda branch, obj=obj: object_method(frame, call, func, obj, method, args, branch) for obj in objects])
