@@ -74,7 +74,8 @@ class AbstractNode:
     # it was made (`run_loop` runs the first apart): a walk that knows which
     # iteration it runs in follows only those, so a product made in the loop
     # from a value bound before it and remade in it reaches that value in the
-    # first iteration only. `parents` is their union.
+    # first iteration only. `parents` is their union (the only record of a
+    # node made outside every loop).
     parents_when: dict[frozenset, list[GraphValue]] = field(default_factory=dict)
     name: Optional[str] = None  # the first name bound to it, for messages
     accumulator: bool = False  # created by `total += x` in a loop (TL003)

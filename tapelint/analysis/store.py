@@ -112,20 +112,21 @@ class NodeStore:
             tracked = Tracked.union([p.tracked for p in graph_parents]) if graph_parents else Tracked.NO
         key = (site, where.context, where.loops)
         existing = self.nodes.get(key)
+        # (made outside every loop: one variant, the union itself, kept nowhere else)
         later = frozenset(loop for loop in where.loops if loop not in self.first_iterations)
         if existing is None:
             unique = list(dict.fromkeys(graph_parents))
-            node = AbstractNode(site, where.loops, tracked, leaf, saves, op, unique, {later: list(unique)},
-                                context=where.context)
+            node = AbstractNode(site, where.loops, tracked, leaf, saves, op, unique,
+                                {later: list(unique)} if where.loops else {}, context=where.context)
             self.nodes[key] = node
             self.changes += 1
             return node
-        these = existing.parents_when.setdefault(later, [])
+        these = existing.parents_when.setdefault(later, []) if where.loops else None
         for parent in graph_parents:
             if not any(parent is p for p in existing.parents):
                 existing.parents.append(parent)
                 self.changes += 1
-            if not any(parent is p for p in these):
+            if these is not None and not any(parent is p for p in these):
                 these.append(parent)
                 self.changes += 1
         joined = Tracked.union([existing.tracked, tracked])

@@ -287,7 +287,9 @@ def _exec_while(frame: Frame, stmt: cst.While, state: State, block: Sequence[cst
 
 
 def _released_since(entry: State, state: State) -> list:
-    """The keys of this iteration's tensors `state` released that `entry` had not."""
+    """The keys `state` released that `entry` had not, of tensors made before
+    the loop or in its last iteration (not an earlier iteration's: those are
+    `without_dead_releases`' own candidates)."""
     return [key for key in state.released if key[1] is None and key not in entry.released]
 
 
@@ -329,7 +331,10 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     entry = without_dead_releases(lattice.without_garbage(state, loop, store.lists.values), (loop,)).copy()
     head = entry
     carried_first: Optional[State] = None  # the head of the second iteration
-    exits: list[list[State]] = []  # per pass kept: the states leaving the loop (its end, its breaks)
+    # The states leaving the loop (an iteration's end, its breaks): the first
+    # iteration's, and the latest pass's of the later ones (which cover the earlier).
+    first_exits: list[State] = []
+    later_exits: list[State] = []
     frame.loop_exits.append(([], []))
     outer_first = store.first_iterations
     try:
@@ -347,16 +352,19 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
                 del frame.exits[returned:]
             for other in continues:
                 end = State.join(end, other)
-            # The first iteration's exits, and the latest of the later ones' (which cover the earlier).
-            exits[1 if exits else 0:] = [[end, *breaks]]
+            if first:
+                first_exits = [end, *breaks]
+            else:
+                later_exits = [end, *breaks]
             if per_element:
                 end = end.copy()
                 _distinct_per_element(per_element, entry, end, frame.loops)
             end = without_dead_releases(end, own)
             back = lattice.carry(end, loop, store.carry)
-            if carried_first is None:
+            if first:
                 head = carried_first = back
                 continue
+            assert carried_first is not None
             new_head = State.join(carried_first, back)
             if new_head.same(head) and store.changes == before:
                 break
@@ -366,14 +374,14 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
         frame.loops = outer
         store.first_iterations = outer_first
     if entered:
-        leaving = [without_dead_releases(other, own) for states in exits for other in states]
+        leaving = [without_dead_releases(other, own) for other in first_exits + later_exits]
     else:
         # Joined with the state before the loop (it may not run), a tensor
         # made before it, released in it and no longer bound (`alpha`
         # remade after each update) would read "bound and released" on one
         # path: its release is dropped where no binding reaches it.
         leaving = [entry] + [without_dead_releases(other, own, _released_since(entry, other))
-                             for states in exits for other in states]
+                             for other in first_exits + later_exits]
     result = leaving[0]
     for other in leaving[1:]:
         result = State.join(result, other)
