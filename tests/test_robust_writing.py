@@ -18,9 +18,12 @@ from tapelint.settings import Settings
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "tl003_total_loss_plus_equals.py"
 posix = pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signals")
 
-# Sends itself SIGTERM (or SIGINT) while the fixed file is being written.
+# Sends itself SIGTERM (or SIGINT) while the fixed file is being written. A
+# shell's background job (`pytest &`, a CI runner's) inherits SIGINT ignored,
+# as Python then leaves it: the child takes Ctrl-C as a foreground job would.
 SCRIPT = """
 import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 real_fsync = os.fsync
 def fsync(fd):
     os.kill(os.getpid(), signal.{signal})
