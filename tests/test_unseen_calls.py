@@ -112,3 +112,73 @@ def test_a_runner_made_by_an_unseen_call_backwards_the_loss_it_is_given():
     assert findings(ENGINE.format(again="pass")) == []
     found = findings(ENGINE.format(again="self._deepspeed_engine.backward(loss)"))
     assert [type(h).__name__ for h in found] == ["RepeatedHazard"]
+
+
+SCALED = """
+    import torch
+    from losses import causal_lm_loss
+
+    class Trainer:
+        def __init__(self, model, batches, mesh):
+            self.model = model
+            self.batches = batches
+            self.dp_size = mesh["dp"].{read}()
+            self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+
+        def fit(self):
+            for batch in self.batches:
+                loss = causal_lm_loss(self.model, batch) * self.dp_size
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+"""
+
+
+def test_a_count_read_off_an_unseen_object_holds_no_graph():
+    """LLaMA-Factory's `self.dp_size = DistributedInterface().get_world_size(Dim.DP)`,
+    which returns `self.get_device_mesh(dim).size()`: whatever the mesh is,
+    `.size()` gives no graph, so the backward proves nothing tracked about
+    it (the loss function is called by its imported name, no origin). A
+    method the analysis does not know, called on the same object, may give
+    a tensor: the loss's only origin, walked by every step's backward."""
+    assert findings(SCALED.format(read="size")) == []
+    assert findings(SCALED.format(read="numel")) == []
+    found = findings(SCALED.format(read="loss_weight"))
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
+ABSTRACT = """
+    import abc
+    import torch
+
+    class BaseTrainer(abc.ABC):
+        def __init__(self, model, batches, config):
+            self.model = model
+            self.batches = batches
+            self.scale = config.loss_scale()
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        {decorator}
+        def compute_loss(self, batch):
+            {body}
+
+        def fit(self):
+            for batch in self.batches:
+                loss = self.compute_loss(batch) * self.scale
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+"""
+
+
+def test_an_abstract_methods_result_is_unknown_not_nothing():
+    """LLaMA-Factory's `BaseTrainer.fit`: `self.compute_loss(batch)` is left to
+    subclasses; taken for the `None` of its body, it left `self.scale` the
+    loss's only origin, proven tracked by the backward and reported as
+    hoisted. Every spelling of "left to subclasses" is unknown; a body
+    that computes something is still run."""
+    for decorator, body in [("@abc.abstractmethod", "pass"), ("", "..."), ("", '"""Docs."""; ...'),
+                            ("", "raise NotImplementedError"), ("", 'raise NotImplementedError("subclass")')]:
+        assert findings(ABSTRACT.format(decorator=decorator, body=body)) == [], (decorator, body)
+    found = findings(ABSTRACT.format(decorator="", body="return self.scale * 2"))
+    assert [type(h).__name__ for h in found] == ["HoistedHazard"]

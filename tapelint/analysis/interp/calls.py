@@ -240,7 +240,9 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
     elif OPAQUE in receiver or any(isinstance(v, LibraryObject) for v in receiver):
         if method == "scale" and args:
             out |= args[0][1]  # GradScaler.scale(loss): the same graph
-        elif method not in torch_api.BARRIER_METHODS and OPAQUE in receiver:
+        elif method not in torch_api.BARRIER_METHODS and method not in ops.UNTRACKING and OPAQUE in receiver:
+            # (`mesh.size()`, `x.item()`: were the receiver a tensor, that result
+            # would carry no graph, and a tensor is the only way it could)
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
 
@@ -598,12 +600,12 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     container of what it yields (`for batch in buffer.minibatches(2)`)."""
     share_self = share_self and owner is not None
     too_deep = frame.depth >= INLINE_DEPTH and not _makes_no_call(fn)
-    if too_deep or fn in frame.context or not frame.recorder.enter_call(
+    if too_deep or fn in frame.context or _left_to_subclasses(fn) or not frame.recorder.enter_call(
             fn, (call, frame.context), share_self):
-        # A function of the project we will not look into (recursion, depth): its
-        # result may well be detached (`repackage_hidden` calls itself on each
-        # element of a tuple), so it is unknown, and no walk goes through it to
-        # what it was given.
+        # A function of the project we will not look into (recursion, depth, an
+        # abstract method): its result may well be detached (`repackage_hidden`
+        # calls itself on each element of a tuple), so it is unknown, and no walk
+        # goes through it to what it was given.
         if type(call) is not cst.Call:
             return EMPTY
         return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", (), Saves.UNKNOWN,
@@ -658,6 +660,38 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     if obj is not None and any(isinstance(v, SelfRef) for v in result):
         result = {obj if isinstance(v, SelfRef) else v for v in result}  # `return self`: the object
     return frozenset(result)
+
+
+def _left_to_subclasses(fn: cst.FunctionDef) -> bool:
+    """An abstract method (`@abstractmethod`, or a body of only a docstring,
+    `...` and `raise NotImplementedError`): a subclass's override runs, so
+    its result is unknown, not this body's `None`. (Taken for nothing, a base
+    trainer's `self.compute_loss(batch) * self.scale` made `self.scale` the
+    loss's only origin, proven tracked by the backward.)"""
+    if any(dotted_name(d.decorator) in _ABSTRACT_DECORATORS for d in fn.decorators):
+        return True
+    if isinstance(fn.body, cst.SimpleStatementSuite):  # `def loss(self, batch): ...`
+        statements: list[cst.CSTNode] = list(fn.body.body)
+    else:
+        statements = [small for line in fn.body.body
+                      for small in (line.body if isinstance(line, cst.SimpleStatementLine) else (line,))]
+    stubs = [small for small in statements if _is_stub_statement(small)]
+    docstrings = [small for small in statements if type(small) is cst.Expr
+                  and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))]
+    return bool(stubs) and len(stubs) + len(docstrings) == len(statements)
+
+
+_ABSTRACT_DECORATORS = frozenset(("abstractmethod", "abc.abstractmethod"))
+
+
+def _is_stub_statement(small: cst.CSTNode) -> bool:
+    """`...` or `raise NotImplementedError` / `raise NotImplementedError(...)`."""
+    if type(small) is cst.Expr:
+        return type(small.value) is cst.Ellipsis
+    if type(small) is cst.Raise and small.exc is not None:
+        exc = small.exc.func if type(small.exc) is cst.Call else small.exc
+        return dotted_name(exc) == "NotImplementedError"
+    return False
 
 
 def _makes_no_call(fn: cst.FunctionDef) -> bool:
