@@ -211,12 +211,15 @@ PLANTS: tuple[Plant, ...] = (
         "TL001", 65, "PPO: rollout entries (log_pi_a with the rollout's graph) no longer detached, walked by every"
         " minibatch of every epoch", also=(63, 76),
     ),
+    # (Ninth session: replaces a pytorch-maml plant that was no hazard: its
+    # evaluation runs under `set_grad_enabled(self.model.training)` after
+    # `model.eval()`, so the running mean it planted held no graph.)
     Plant(
-        "pytorch-maml", "maml/metalearners/maml.py",
-        "        results['mean_outer_loss'] = mean_outer_loss.item()",
-        "        results['mean_outer_loss'] = mean_outer_loss",
-        "TL003", 214, "MAML evaluation: the running mean of outer losses (yielded by a generator) keeps every"
-        " batch's second-order graph",
+        "learn2learn", "examples/vision/maml_omniglot.py",
+        "            meta_valid_error += evaluation_error.item()",
+        "            meta_valid_error += evaluation_error",
+        "TL003", 115, "MAML meta-validation: each task's adapted error (never backwarded, computed with grad)"
+        " summed, keeping every task's second-order graph until the next meta-batch",
     ),
 )
 

@@ -74,9 +74,16 @@ def lint(path: Path, settings: Settings = Settings()) -> list[tuple[str, int]]:
         ({"pkg/__init__.py": "from .nets import *\n", "pkg/nets.py": MODEL}, "import pkg", "pkg.Net()"),
         # a module-level alias
         ({"models.py": MODEL + "Model = Net\n"}, "from models import Model", "Model()"),
+        # the package's __init__ imports its own subpackage, which re-exports
+        # the class (learn2learn: `import learn2learn as l2l`, `l2l.algorithms.MAML`)
+        ({"pkg/__init__.py": "from . import models\n", "pkg/models/__init__.py": "from .nets import Net\n",
+          "pkg/models/nets.py": MODEL}, "import pkg as p", "p.models.Net()"),
+        ({"pkg/__init__.py": "from . import vision\n", "pkg/vision/__init__.py": "from . import models\n",
+          "pkg/vision/models/__init__.py": "from .nets import *\n", "pkg/vision/models/nets.py": MODEL},
+         "import pkg", "pkg.vision.models.Net()"),
     ],
     ids=["import", "from", "star", "as", "from-pkg", "pkg-as", "pkg-dotted", "from-pkg-module", "reexport",
-         "reexport-star", "alias"],
+         "reexport-star", "alias", "own-subpackage", "own-subpackage-twice"],
 )
 def test_imported_model_is_analysed_where_it_is_used(tmp_path, files, imports, make):
     write(tmp_path, {**files, "train.py": HOISTED.format(imports=imports, make=make)})

@@ -182,3 +182,44 @@ def test_an_abstract_methods_result_is_unknown_not_nothing():
         assert findings(ABSTRACT.format(decorator=decorator, body=body)) == [], (decorator, body)
     found = findings(ABSTRACT.format(decorator="", body="return self.scale * 2"))
     assert [type(h).__name__ for h in found] == ["HoistedHazard"]
+
+
+META = """
+    import torch
+    import torch.nn.functional as F
+
+    class MetaLearner:
+        def __init__(self, learner, optimizer):
+            self.learner = learner
+            self.optimizer = optimizer
+
+        def task_error(self, x, y):
+            task_loss = F.cross_entropy(self.learner(x), y)
+            return task_loss
+
+        def meta_batch(self, tasks):
+            valid_error = 0.0
+            for (x, y), (vx, vy) in tasks:
+                train_error = self.task_error(x, y)
+                self.optimizer.zero_grad()
+                train_error.backward()
+                self.optimizer.step()
+                {validation}
+            print("meta-validation error", valid_error / len(tasks))
+"""
+
+
+def test_what_a_backward_proves_of_one_call_holds_at_another_call_of_the_same_code():
+    """learn2learn's MAML example: `fast_adapt` runs for meta-training (its
+    error backwarded, which proves an unseen learner's output tracked) and
+    again for meta-validation, never backwarded: the same code makes a
+    tracked error there too, and summing it keeps every task's graph. Under
+    `no_grad`, or read out as a number, the second call keeps nothing."""
+    found = findings(META.format(validation="valid_error += self.task_error(vx, vy)"))
+    assert [type(h).__name__ for h in found] == ["AccumulationHazard"]
+    # (named as the `+=` adds it, not as the function called for it made it)
+    named = findings(META.format(validation="error = self.task_error(vx, vy)\n                valid_error += error"))
+    assert [h.value for h in named] == ["error"]
+    assert findings(META.format(validation="valid_error += self.task_error(vx, vy).item()")) == []
+    no_grad = "with torch.no_grad():\n                    valid_error += self.task_error(vx, vy)"
+    assert findings(META.format(validation=no_grad)) == []

@@ -96,7 +96,7 @@ class Accumulations:
             value = fresh[0]
             statements.add(id(acc.statement))
             found[acc.node if acc.node is not None else value] = AccumulationHazard(
-                value=store.display_name(value),
+                value=_added_name(acc.statement, value, store),
                 definition=value.site,
                 fails_under_torch=True,
                 loop=acc.loop,
@@ -187,6 +187,18 @@ def _outlives(acc: Accumulation) -> bool:
         return True
     key = dotted_name(acc.target) or ""
     return key.startswith("self.")
+
+
+def _added_name(statement: cst.CSTNode, value: AbstractNode, store: StoreView) -> str:
+    """What the message calls the added value: the name the `+=` adds it by
+    (`meta_valid_error += evaluation_error`), which the reader sees there,
+    rather than the one it was made under in a function called for it
+    (`valid_error` inside `fast_adapt`)."""
+    if type(statement) is cst.AugAssign and type(statement.value) in (cst.Name, cst.Attribute):
+        name = dotted_name(statement.value)
+        if name is not None:
+            return name
+    return store.display_name(value)
 
 
 def _backwarded_after(store: StoreView, acc: Accumulation) -> bool:

@@ -502,16 +502,21 @@ class Project:
             return None  # a module object itself lends no definition
         if target.name is not None and (sub := submodule(target.path, target.name)) is not None:
             inner_summary = self._summary(target.path)
-            defined_there = inner_summary is not None and self._defines(inner_summary, target.name)
+            defined_there = inner_summary is not None and self._defines(inner_summary, target.name, target)
             if not defined_there:  # `from pkg import mod`: the submodule
                 return self._in_target(ImportTarget(sub), rest)
         summary = self._summary(target.path)
         return self.lookup(summary, parts) if summary is not None else None
 
     @staticmethod
-    def _defines(summary: ModuleSummary, name: str) -> bool:
-        return (name in summary.functions or name in summary.classes or summary.import_of(name) is not None
-                or summary.alias_of(name) is not None)
+    def _defines(summary: ModuleSummary, name: str, target: ImportTarget) -> bool:
+        """Does the package module of `summary` bind `name` to something other
+        than its submodule `target`? (`from . import algorithms` in the
+        package's `__init__`, as learn2learn's, imports that submodule: read
+        as a definition, `l2l.algorithms.MAML` looked itself up forever.)"""
+        imported = summary.import_of(name)
+        return (name in summary.functions or name in summary.classes
+                or (imported is not None and imported != target) or summary.alias_of(name) is not None)
 
     def _summary(self, path: str) -> Optional[ModuleSummary]:
         """The summary of the module at `path`, read once per analysis (a

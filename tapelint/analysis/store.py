@@ -8,7 +8,7 @@ and only adds to it — which is how the loop fixed point is detected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional, Protocol
 
 import libcst as cst
@@ -76,6 +76,10 @@ class NodeStore:
         self.events: dict[tuple, BackwardEvent] = {}
         self.first_iterations: tuple[Loop, ...] = ()  # the loops whose first iteration is being run
         self.proven: set[int] = set()  # ids of nodes a backward proved tracked
+        # Where they were made: the same code run at another call (`fast_adapt`
+        # for meta-training, backwarded, then for meta-validation) makes a tensor
+        # of the same kind from the same kind of inputs.
+        self.proven_sites: set[cst.CSTNode] = set()
         self.changes = 0  # grows whenever the graph does: the loop fixed point's test
         self.order = 0
         # What each evaluated expression held, joined over its evaluations
@@ -257,10 +261,15 @@ class NodeStore:
 
     def prove(self, event: BackwardEvent) -> None:
         """A backward proves its roots tracked."""
-        for root in event.roots:
-            node = root.node if isinstance(root, Carried) else root
+        self.prove_walked(root.node if isinstance(root, Carried) else root for root in event.roots)
+
+    def prove_walked(self, nodes: Iterable[AbstractNode]) -> None:
+        """A backward walks `nodes`: they, and what their sites make wherever
+        they run, are tracked (a leaf proves nothing of how it was made)."""
+        for node in nodes:
             if not node.leaf:
                 self.proven.add(id(node))
+                self.proven_sites.add(node.site)
 
     def is_tracked(self, node: AbstractNode) -> bool:
         """Known to carry a graph: tracked by construction, or derived from a
@@ -277,7 +286,7 @@ class NodeStore:
                 value = value.node
             if id(value) in seen or value.tracked is Tracked.NO:
                 continue
-            if id(value) in self.proven:
+            if id(value) in self.proven or value.site in self.proven_sites:
                 return True
             seen.add(id(value))
             stack.extend(value.parents)

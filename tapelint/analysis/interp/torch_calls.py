@@ -250,7 +250,7 @@ def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, 
         # passes stays unknown (its callers in other files report through it).
         functions = _named_functions(frame)
         for root in graph_roots:
-            frame.store.proven.update(walked_components(root, functions))
+            frame.store.prove_walked(walked_components(root, functions))
     frame.recorder.backward(event, graph_roots, state)
 
 
@@ -268,8 +268,8 @@ def _named_functions(frame: Frame) -> frozenset[str]:
 MAX_COMPONENT_SEARCH = 400
 
 
-def walked_components(root: GraphValue, functions: frozenset[str] = frozenset()) -> set[int]:
-    """The ids of the values a backward of `root` is known to walk, when
+def walked_components(root: GraphValue, functions: frozenset[str] = frozenset()) -> list[AbstractNode]:
+    """The values a backward of `root` is known to walk, when
     `root` is of unknown provenance (an unknown model's output): a backward
     proves that the root is tracked, so at least one of its *origins* — the
     calls of unknown objects (`self.actor_critic.evaluate_actions(obs)`) it
@@ -284,7 +284,7 @@ def walked_components(root: GraphValue, functions: frozenset[str] = frozenset())
     graph value at all, so never a component."""
     start = root.node if isinstance(root, Carried) else root
     if start.tracked is not Tracked.UNKNOWN or start is OPAQUE:
-        return set()
+        return []
     nodes: dict[int, AbstractNode] = {}
     children: dict[int, list[int]] = {}
     stack = [start]
@@ -294,7 +294,7 @@ def walked_components(root: GraphValue, functions: frozenset[str] = frozenset())
             continue
         nodes[id(node)] = node
         if len(nodes) > MAX_COMPONENT_SEARCH:
-            return set()
+            return []
         for parent in node.parents:
             parent_node = parent.node if isinstance(parent, Carried) else parent
             if parent_node is OPAQUE or parent_node.tracked is not Tracked.UNKNOWN:
@@ -308,7 +308,7 @@ def walked_components(root: GraphValue, functions: frozenset[str] = frozenset())
             callee = dotted_name(node.site.func) if type(node.site) is cst.Call else None
             origins.setdefault(callee or key, []).append(key)
     if not origins:
-        return set()
+        return []
     reached_by: dict[int, set[object]] = {}  # node id -> the origins it is computed from
     for origin, starts in origins.items():
         seen = set(starts)
@@ -320,7 +320,7 @@ def walked_components(root: GraphValue, functions: frozenset[str] = frozenset())
                 if child not in seen:
                     seen.add(child)
                     work.append(child)
-    return {key for key, found in reached_by.items() if len(found) == len(origins) and not nodes[key].leaf}
+    return [nodes[key] for key, found in reached_by.items() if len(found) == len(origins) and not nodes[key].leaf]
 
 
 def _is_origin(node: AbstractNode, functions: frozenset[str]) -> bool:
