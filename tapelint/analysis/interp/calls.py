@@ -103,9 +103,10 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
 
 
 def _names_a_class(name: str) -> bool:
-    """`lib.GPTLMLoss`: the last component is spelled as Python spells classes."""
+    """`lib.GPTLMLoss`, `l2l.algorithms.MAML`: the last component is capitalised, as Python spells
+    classes (and acronyms: a called all-capitals name is a class, hardly a constant)."""
     last = name.rsplit(".", 1)[-1]
-    return last[:1].isupper() and not last.isupper()
+    return last[:1].isupper()
 
 
 def super_method(frame: Frame, func: cst.Attribute) -> Optional[cst.FunctionDef]:
