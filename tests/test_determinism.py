@@ -7,7 +7,11 @@ from pathlib import Path
 
 import libcst as cst
 
-from tapelint.analysis.driver import analyze_module, in_source_order
+from tapelint.analysis.driver import ModuleAnalysis, analyze_module, in_source_order
+from tapelint.analysis.hazards import Reuse
+from tapelint.analysis.model import AbstractNode
+from tapelint.analysis.state import State
+from tapelint.ops import Saves
 from tapelint.settings import Settings
 
 # One loss from either of two lambdas, backwarded twice: two equivalent hazards
@@ -27,3 +31,33 @@ def test_the_first_lambda_is_the_definition_reported():
     found = analyze_module(module, Settings(), path=str(LAMBDAS))
     first = module.code_for_node(found[0].hazard.definition)
     assert first == "(x * 2).sum()"
+
+
+# A value made once before the loop by an op that saves nothing: walked again,
+# only a strict tape rejects it.
+HOISTED_ADD = """
+import torch
+w = torch.randn(3, requires_grad=True)
+feats = w + 1
+for step in range(3):
+    (feats * 2).sum().backward()
+"""
+
+
+def test_a_walk_met_again_with_more_saved_ground_behind_it_takes_the_stronger_verdict():
+    """trlx's PPO trainer (rollouts kept with their graphs): a loop pass meets
+    the same reuse again once more of the released ground behind it is
+    known. The verdict is the strongest any pass found, not the first pass's
+    (which pass came first followed the order of sets, so the findings
+    changed with PYTHONHASHSEED)."""
+    analysis = ModuleAnalysis(cst.parse_module(HOISTED_ADD), Settings())
+    analysis.run()
+    (key, hazard), = analysis.log.hazards.items()
+    assert not hazard.fails_under_torch  # `w + 1` saves nothing
+    node = analysis.log.reused_nodes[key]
+    saving = AbstractNode(node.site, node.loops, node.tracked, False, Saves.TENSORS, "mul", [])
+    first = hazard.first_backward
+    again = Reuse((node, None), ((node, None), (saving, None)), first)
+    analysis.log._record_reuse(hazard.fails_at, first.roots, again, State({}, {}, {}))
+    assert analysis.log.hazards[key].fails_under_torch
+    assert len(analysis.log.hazards) == 1

@@ -200,12 +200,19 @@ class HazardLog:
             if age is not None:
                 loop = age
         key = (kind, event.call, first.call, node.site)
-        if key in self.hazards:
-            return
-        self.reused_nodes[key] = node
         fails_under_torch = reuse.fails_under_torch and not strict_only
         saves_assumed = fails_under_torch and reuse.saves_assumed
         op = ", ".join(reuse.assumed_ops)
+        kept = self.hazards.get(key)
+        if kept is not None:
+            # The same walk met again on a later loop pass, when more of the released
+            # ground behind it is known: what it now finds saved counts too, or the
+            # verdict would be whichever pass (in the order of sets) came first.
+            if isinstance(kept, ReuseHazard) and fails_under_torch and (
+                    not kept.fails_under_torch or (kept.saves_assumed and not saves_assumed)):
+                self.hazards[key] = replace(kept, fails_under_torch=True, saves_assumed=saves_assumed, op=op)
+            return
+        self.reused_nodes[key] = node
         hazard: ReuseHazard
         if kind is HazardKind.CARRIED:
             assert loop is not None
