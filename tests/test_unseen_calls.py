@@ -223,3 +223,24 @@ def test_what_a_backward_proves_of_one_call_holds_at_another_call_of_the_same_co
     assert findings(META.format(validation="valid_error += self.task_error(vx, vy).item()")) == []
     no_grad = "with torch.no_grad():\n                    valid_error += self.task_error(vx, vy)"
     assert findings(META.format(validation=no_grad)) == []
+
+
+
+REWRAPPED = Path(__file__).parent.parent / "fixtures" / "neg_tl001_model_rewrapped_by_a_plugin.py"
+
+
+def test_a_module_bound_back_to_its_own_name_stays_a_module():
+    """LLaMA-Factory's `model = PeftPlugin(name)(model, ...)`, `model =
+    apply_kernels(model, cfg)`: a call the analysis cannot see into, given
+    the model and bound back to the model's name, wraps it; taken for a
+    tensor made once from the parameters, every step's loss (another such
+    call given the model) walked it again: a false TL001 at the launcher.
+    What such a call gives under another name may be a tensor, and made
+    before the loop it still is a hoisted one."""
+    code = REWRAPPED.read_text()
+    assert findings(code) == []
+    hoisted = code.replace('model = Plugin("kernels")(model, fused=True)',
+                           'features = Plugin("kernels")(model, fused=True)')
+    hoisted = hoisted.replace('loss = Plugin("mse")(model, x, y)', 'loss = Plugin("mse")(features, x, y)')
+    assert hoisted != code
+    assert [type(h).__name__ for h in findings(hoisted)] == ["HoistedHazard"]

@@ -461,13 +461,35 @@ def _exec_class(frame: Frame, stmt: cst.ClassDef, state: State, block: Sequence[
 
 
 def _exec_assign(frame: Frame, small: cst.Assign, state: State) -> None:
+    wrapped = _rewrapped_modules(frame, small, state)
     vals = frame.eval(small.value, state)
+    if wrapped:
+        unseen = [v for v in vals if isinstance(v, AbstractNode) and v.saves is ops.Saves.UNKNOWN]
+        vals = vals.difference(unseen) | wrapped
     for target in small.targets:
         if type(target.target) is cst.Attribute and target.target.attr.value == "requires_grad":
             frame.set_requires_grad(target.target, literal_bool(small.value), state)
         else:
             frame.bind(target.target, vals, state)
     _note_assign_accumulation(frame, small, state)
+
+
+def _rewrapped_modules(frame: Frame, small: cst.Assign, state: State) -> Vals:
+    """The modules bound to `x` when `x = f(x, ...)` hands a module to a call
+    and binds its result back to the module's own name (`model =
+    apply_kernels(model, cfg)`, `self.model = Plugin(name)(self.model)`):
+    what comes back is the module wrapped, not a tensor computed from it (no
+    loss is bound to the name of the model it came from). An unseen call's
+    result there would be a graph value made once, before the training loop,
+    from the model's parameters, and every step's loss walks it."""
+    value = small.value
+    if type(value) is not cst.Call or not value.args or len(small.targets) != 1:
+        return EMPTY
+    first = value.args[0]
+    name = dotted_name(first.value)
+    if first.keyword is not None or first.star or name is None or dotted_name(small.targets[0].target) != name:
+        return EMPTY
+    return frozenset(v for v in frame.eval(first.value, state) if isinstance(v, ModuleRef))
 
 
 def _exec_annassign(frame: Frame, small: cst.AnnAssign, state: State) -> None:
