@@ -75,10 +75,9 @@ class NodeStore:
         self._loops: dict[tuple, Loop] = {}
         self.events: dict[tuple, BackwardEvent] = {}
         self.first_iterations: tuple[Loop, ...] = ()  # the loops whose first iteration is being run
-        self.proven: set[int] = set()  # ids of nodes a backward proved tracked
-        # Where they were made: the same code run at another call (`fast_adapt`
-        # for meta-training, backwarded, then for meta-validation) makes a tensor
-        # of the same kind from the same kind of inputs.
+        # Where the nodes a backward proved tracked were made: the same code run
+        # at another call (`fast_adapt` for meta-training, backwarded, then for
+        # meta-validation) makes a tensor of the same kind from the same kind of inputs.
         self.proven_sites: set[cst.CSTNode] = set()
         self.changes = 0  # grows whenever the graph does: the loop fixed point's test
         self.order = 0
@@ -266,10 +265,7 @@ class NodeStore:
     def prove_walked(self, nodes: Iterable[AbstractNode]) -> None:
         """A backward walks `nodes`: they, and what their sites make wherever
         they run, are tracked (a leaf proves nothing of how it was made)."""
-        for node in nodes:
-            if not node.leaf:
-                self.proven.add(id(node))
-                self.proven_sites.add(node.site)
+        self.proven_sites.update(node.site for node in nodes if not node.leaf)
 
     def is_tracked(self, node: AbstractNode) -> bool:
         """Known to carry a graph: tracked by construction, or derived from a
@@ -286,7 +282,7 @@ class NodeStore:
                 value = value.node
             if id(value) in seen or value.tracked is Tracked.NO:
                 continue
-            if id(value) in self.proven or value.site in self.proven_sites:
+            if value.site in self.proven_sites:
                 return True
             seen.add(id(value))
             stack.extend(value.parents)

@@ -663,6 +663,9 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     return frozenset(result)
 
 
+_ABSTRACT_DECORATORS = frozenset(("abstractmethod", "abc.abstractmethod"))
+
+
 def _left_to_subclasses(fn: cst.FunctionDef) -> bool:
     """An abstract method (`@abstractmethod`, or a body of only a docstring,
     `...` and `raise NotImplementedError`): a subclass's override runs, so
@@ -680,9 +683,6 @@ def _left_to_subclasses(fn: cst.FunctionDef) -> bool:
     docstrings = [small for small in statements if type(small) is cst.Expr
                   and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))]
     return bool(stubs) and len(stubs) + len(docstrings) == len(statements)
-
-
-_ABSTRACT_DECORATORS = frozenset(("abstractmethod", "abc.abstractmethod"))
 
 
 def _is_stub_statement(small: cst.CSTNode) -> bool:
