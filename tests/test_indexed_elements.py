@@ -50,7 +50,21 @@ def test_each_element_read_by_the_loop_index_is_walked_once(loop, index, semanti
 @pytest.mark.parametrize("loop, index, body", [
     ("micro in range(3)", "0", "pass"),  # the same element every time
     ("micro in range(3)", "micro", "micro = 0"),  # the index rebound: not the iteration's own
+    ("micro in range(3)", "micro", "micro += 0"),  # ... however it is rebound
+    ("micro in range(3)", "micro", "micro: int = 0"),
+    ("micro in range(3)", "micro", "print(micro := 0)"),
+    ("micro in range(3)", "micro", "for micro in [0]: pass"),
+    ("micro in range(3)", "micro", "with open(__file__) as micro: pass"),
     ("micro in range(3)", "step", "step = 0"),  # another name, not the loop's index
 ])
 def test_one_element_walked_in_every_iteration_is_still_a_reuse(loop, index, body):
     assert set(codes(loop, index, body)) & {"TL001", "TL004"}
+
+
+def test_no_syntax_fact_outlives_its_analysis():
+    """The facts memoised per analysis hold their trees' nodes: a long-lived
+    process (the language server) must not keep every document it linted."""
+    from tapelint.analysis import syntax
+
+    assert codes("micro in range(3)", "micro") == []
+    assert not any(syntax._MEMOS)

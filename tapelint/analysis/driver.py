@@ -40,7 +40,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
-from tapelint.analysis.syntax import walk_nodes
+from tapelint.analysis.syntax import forget, walk_nodes
 from tapelint.analysis.updates import StepLog
 from tapelint.fixes.reach import remember
 from tapelint.settings import Settings
@@ -66,15 +66,18 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     """Every hazard of one module, placed in it (`anchors`); `lines`, its
     length, sizes the work budget; `path`, where it is, resolves its
     first-party imports (none without it)."""
-    analysis = ModuleAnalysis(module, settings, lines, path)
-    analysis.run()
-    hazards = with_roles(analysis.results(), analysis.steps)
-    found = relocate(hazards, analysis.program, analysis.contexts())
-    found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes, module)
-    remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
-    analysis.store.release()
-    analysis.program.release()
-    return in_source_order(found, module)
+    try:
+        analysis = ModuleAnalysis(module, settings, lines, path)
+        analysis.run()
+        hazards = with_roles(analysis.results(), analysis.steps)
+        found = relocate(hazards, analysis.program, analysis.contexts())
+        found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes, module)
+        remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
+        analysis.store.release()
+        analysis.program.release()
+        return in_source_order(found, module)
+    finally:
+        forget()  # the syntax facts memoised while it ran
 
 
 def in_source_order(found: list[Located], module: cst.Module) -> list[Located]:

@@ -17,6 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from tapelint.analysis.children import children_of
+from tapelint.analysis.syntax import walk_nodes
 
 
 class ModuleNames:
@@ -147,41 +148,22 @@ def target_names(target: cst.CSTNode) -> set[str]:
     return set()
 
 
-class _BindingCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.bound: set[str] = set()
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.bound |= target_names(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.bound |= target_names(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.bound |= target_names(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.bound |= target_names(node.target)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.bound |= target_names(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self.bound |= target_names(node.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.bound |= target_names(node.target)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self.bound |= target_names(node.target)
+# Where each binding node keeps what it binds.
+BINDING_FIELDS: dict[type, str] = {
+    cst.AssignTarget: "target", cst.AugAssign: "target", cst.AnnAssign: "target", cst.For: "target",
+    cst.CompFor: "target", cst.AsName: "name", cst.NamedExpr: "target", cst.Del: "target",
+}
 
 
 def bound_in(node: cst.CSTNode) -> set[str]:
-    """Every identifier `node` binds: assignment, loop, `with ... as`, walrus, comprehension targets."""
-    collector = _BindingCollector()
-    node.visit(collector)
-    return collector.bound
+    """Every identifier `node` binds: assignment, loop, `with ... as`, walrus, comprehension targets.
+    (A walk of the fields, not a visitor: a loop's body is asked at every pass.)"""
+    bound: set[str] = set()
+    for inner in walk_nodes(node):
+        field = BINDING_FIELDS.get(type(inner))
+        if field is not None:
+            bound |= target_names(getattr(inner, field))
+    return bound
 
 
 class _AssignmentCollector(cst.CSTVisitor):

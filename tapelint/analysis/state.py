@@ -154,14 +154,16 @@ class State:
     def rebound(self, key: str) -> None:
         """`key` was rebound: facts about it (or about its attributes) no
         longer hold, and the old binding's guards are gone with it."""
-        if self.facts and any(mentions(f, key) for f in self.facts):
+        # (`paths.mentions` written out: a large file rebinds names hundreds of thousands of times)
+        below = key + "."
+        if self.facts and any(f.key == key or f.key.startswith(below) for f in self.facts):
             self.facts = frozenset(f for f in self.facts if not mentions(f, key))
         if not self.guards:
             return
         for slot, guard in list(self.guards.items()):
             if slot[0] == "env" and slot[1] == key:
                 del self.guards[slot]
-            elif any(mentions(f, key) for f in guard):
+            elif any(f.key == key or f.key.startswith(below) for f in guard):
                 weaker = frozenset(f for f in guard if not mentions(f, key))
                 if weaker:
                     self.guards[slot] = weaker
@@ -206,7 +208,10 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
     released regions, which are then "released by an earlier iteration"."""
     env: dict[str, Vals] = {}
     for name, vals in state.env.items():
-        if not any(isinstance(v, (AbstractNode, TupleVal)) and v is not OPAQUE for v in vals):
+        for v in vals:  # (a loop, not `any()`: every binding of every pass of every loop comes here)
+            if v is not OPAQUE and isinstance(v, (AbstractNode, TupleVal)):
+                break
+        else:
             env[name] = vals  # nothing created in the loop: the same values next iteration
             continue
         carried = frozenset(stand_in(v, loop) for v in vals)

@@ -4,16 +4,49 @@ libcst's visitors rebuild every node they pass (`_visit_and_replace_children`),
 which costs more than parsing. The analysis only ever needs to find
 statements — imports, loops, assignments — so it walks statement bodies by
 their fields and never descends into expressions.
+
+What a walk finds depends on the syntax alone, yet the interpreter asks it
+again at every pass of a loop and every call of a function: `per_analysis`
+computes such a fact once per node while one module's analysis runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Optional
+from collections.abc import Callable, Iterator, Sequence
+from functools import wraps
+from typing import Optional, TypeVar
 
 import libcst as cst
 
 from tapelint.analysis.children import children_of
+
+_Fact = TypeVar("_Fact")
+_MEMOS: list[dict] = []
+_MISSING = object()
+
+
+def per_analysis(fact: Callable[..., _Fact]) -> Callable[..., _Fact]:
+    """`fact` (a pure function of nodes and other hashable values, with an
+    immutable result) computed once per arguments until `forget()`, which
+    each analysis calls when it ends: a memo holds its nodes, and no tree
+    may outlive its analysis in a long-lived process (the language server)."""
+    memo: dict = {}
+    _MEMOS.append(memo)
+
+    @wraps(fact)
+    def memoised(*arguments: object) -> _Fact:
+        found = memo.get(arguments, _MISSING)
+        if found is _MISSING:
+            found = memo[arguments] = fact(*arguments)
+        return found
+
+    return memoised
+
+
+def forget() -> None:
+    """Drop every `per_analysis` fact."""
+    for memo in _MEMOS:
+        memo.clear()
 
 
 def bodies(stmt: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:

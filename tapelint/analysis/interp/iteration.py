@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint.analysis.model import OPAQUE, ListRef, ObjectRef, SelfRef
-from tapelint.analysis.names import bound_in
+from tapelint.analysis.names import BINDING_FIELDS, target_names
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import walk_nodes
+from tapelint.analysis.syntax import per_analysis, walk_nodes
 
 if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
@@ -112,15 +112,28 @@ def indexed_elements(frame: Frame, loop: cst.For, state: State) -> Vals:
     index never rebound in the body: like the elements a `for` over the
     container binds, a different one in each iteration."""
     index = _loop_index(loop, state)
-    if index is None or index in bound_in(loop.body):
+    if index is None:
         return EMPTY
     out: set = set()
-    for node in walk_nodes(loop.body):
-        if type(node) is cst.Subscript and type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index):
-            for value in frame.eval(node.value, state):
-                if isinstance(value, ListRef):
-                    out |= state.env.get(value.key, EMPTY)
+    for container in _read_by_index(loop.body, index):
+        for value in frame.eval(container, state):
+            if isinstance(value, ListRef):
+                out |= state.env.get(value.key, EMPTY)
     return frozenset(out)
+
+
+@per_analysis
+def _read_by_index(body: cst.BaseSuite, index: str) -> tuple[cst.BaseExpression, ...]:
+    """The containers (names, attribute paths) `body` subscripts by `index`
+    alone; none when the body rebinds `index`."""
+    read: list[cst.BaseExpression] = []
+    for node in walk_nodes(body):
+        if type(node) is cst.Subscript:
+            if type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index):
+                read.append(node.value)
+        elif type(node) in BINDING_FIELDS and index in target_names(getattr(node, BINDING_FIELDS[type(node)])):
+            return ()
+    return tuple(read)
 
 
 def _loop_index(loop: cst.For, state: State) -> Optional[str]:

@@ -82,6 +82,11 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     else:
         other = frame.exec_block(stmt.orelse.body.body, other)
     own = frame.loops[frame.own_loops_from:]
+    # A side that ended is not joined (`State.join` takes the other as it is): not worth pruning.
+    if then.ended and not other.ended:
+        return State.join(then, without_dead_releases(other, own))
+    if other.ended and not then.ended:
+        return State.join(without_dead_releases(then, own), other)
     return State.join(without_dead_releases(then, own), without_dead_releases(other, own))
 
 
