@@ -85,6 +85,25 @@ def test_rebinding_forgets_the_fact():
     assert [type(h).__name__ for h in found] == ["HoistedHazard"]
 
 
+@pytest.mark.parametrize("rebound, forgotten", [
+    ("args", {"args.lr", "args"}),  # the name and every attribute below it
+    ("args.lr", {"args.lr"}),
+    ("arg", set()),  # a name the keys only start with, not one they are about
+    ("args.l", set()),
+    ("other", set()),
+])
+def test_rebinding_a_name_forgets_the_facts_and_guards_about_it(rebound, forgotten):
+    from tapelint.analysis.state import State
+
+    facts = frozenset((Fact("args.lr", "0.1", True), Fact("args", None, True), Fact("argsx", None, False)))
+    state = State({}, {}, {})
+    state.facts = facts
+    state.guards = {("env", "loss", object()): facts, ("env", rebound, object()): frozenset()}
+    state.rebound(rebound)
+    assert {f.key for f in facts - state.facts} == forgotten
+    assert [set(g) for g in state.guards.values()] == [set(state.facts)]  # its own binding's guard is gone
+
+
 def test_same_flag_twice_prunes_the_cross_iteration_path():
     found = findings("""
         import torch

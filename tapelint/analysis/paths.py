@@ -131,6 +131,26 @@ def decide(test: cst.BaseExpression, facts: Facts, key_of: Callable[[str], Optio
     return None
 
 
+def fact_roots(facts: Facts) -> frozenset[str]:
+    """The names the keys of `facts` start with (`args` of `args.lr`): only
+    rebinding one of them can change what a fact is about (`mentions`).
+    Memoised by identity: a path's facts are one set shared by the
+    statements after its test, and equal sets of other paths would cost
+    a comparison of every fact."""
+    found = _ROOTS.get(id(facts))
+    if found is not None and found[0] is facts:
+        return found[1]
+    if len(_ROOTS) >= _MAX_ROOTS:
+        _ROOTS.clear()
+    roots = frozenset(fact.key.partition(".")[0] for fact in facts)
+    _ROOTS[id(facts)] = (facts, roots)  # (the set is held, so its id stays its own)
+    return roots
+
+
+_MAX_ROOTS = 4096
+_ROOTS: dict[int, tuple[Facts, frozenset[str]]] = {}
+
+
 def mentions(fact: Fact, key: str) -> bool:
     """Does rebinding `key` change what `fact` is about?"""
     return fact.key == key or fact.key.startswith(key + ".")

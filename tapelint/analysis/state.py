@@ -33,7 +33,7 @@ from tapelint.analysis.model import (
     Value,
     spread,
 )
-from tapelint.analysis.paths import NO_FACTS, Facts, consistent, mentions
+from tapelint.analysis.paths import NO_FACTS, Facts, consistent, fact_roots, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
 EMPTY: Vals = frozenset()
@@ -154,16 +154,17 @@ class State:
     def rebound(self, key: str) -> None:
         """`key` was rebound: facts about it (or about its attributes) no
         longer hold, and the old binding's guards are gone with it."""
-        # (`paths.mentions` written out: a large file rebinds names hundreds of thousands of times)
-        below = key + "."
-        if self.facts and any(f.key == key or f.key.startswith(below) for f in self.facts):
+        # (a large file rebinds names hundreds of thousands of times: facts about
+        # another name are told apart by the name their key starts with)
+        root = key.partition(".")[0]
+        if self.facts and root in fact_roots(self.facts) and any(mentions(f, key) for f in self.facts):
             self.facts = frozenset(f for f in self.facts if not mentions(f, key))
         if not self.guards:
             return
         for slot, guard in list(self.guards.items()):
             if slot[0] == "env" and slot[1] == key:
                 del self.guards[slot]
-            elif any(f.key == key or f.key.startswith(below) for f in guard):
+            elif root in fact_roots(guard) and any(mentions(f, key) for f in guard):
                 weaker = frozenset(f for f in guard if not mentions(f, key))
                 if weaker:
                     self.guards[slot] = weaker

@@ -94,7 +94,7 @@ def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[
         return state
     released = state.released
     reached: set[Key] = set()
-    stack: list[Key] = [key_of(*steps(v, None)) for v in _graph_values(state)]
+    stack = _bound_keys(state)
     while stack:  # (`steps` and `key_of` written out: this loop is a large file's hottest)
         key = stack.pop()
         if key in reached:
@@ -130,18 +130,24 @@ def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[
     return pruned
 
 
-def _graph_values(state: State) -> Iterator[GraphValue]:
-    """The tensors every binding holds: names, attribute paths, containers'
-    and objects' slots, tuples' items, closures' names."""
-    seen: set[int] = set()
+def _bound_keys(state: State) -> list[Key]:
+    """The keys of the tensors every binding holds (names, attribute paths,
+    containers' and objects' slots, tuples' items, closures' names), each
+    once: a list, not a generator, for the hottest loop of a large file."""
+    keys: list[Key] = []
+    met: set[int] = set()
     stack: list = [v for vals in state.env.values() for v in vals]
     while stack:
         value = stack.pop()
-        if isinstance(value, (AbstractNode, Carried)):
-            yield value
-        elif isinstance(value, (TupleVal, FunctionRef)) and id(value) not in seen:
-            seen.add(id(value))
-            if isinstance(value, TupleVal):
-                stack.extend(v for item in value.items for v in item)
-            elif value.closure is not None:
-                stack.extend(v for vals in value.closure.values() for v in vals)
+        if id(value) in met:
+            continue
+        met.add(id(value))
+        if isinstance(value, AbstractNode):
+            keys.append((value, None))
+        elif isinstance(value, Carried):
+            keys.append(key_of(*steps(value, None)))
+        elif isinstance(value, TupleVal):
+            stack.extend(v for item in value.items for v in item)
+        elif isinstance(value, FunctionRef) and value.closure is not None:
+            stack.extend(v for vals in value.closure.values() for v in vals)
+    return keys
