@@ -5,6 +5,7 @@ installed; the recorded graph's operations are PyTorch's own."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import textwrap
@@ -249,9 +250,20 @@ def test_check_graph_draws_only_what_the_semantics_reports(tmp_path: Path, capsy
 # --- rendering ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="the renderer is Graphviz's dot")
+def _require_dot() -> None:
+    """A skip where Graphviz is not installed; under CI (`CI` set), which
+    installs it (`.ci/run`), a failure: the rendering tests cannot drop out."""
+    if HAS_DOT:
+        return
+    message = "the renderer is Graphviz's dot (apt-get install graphviz)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 @pytest.mark.parametrize("fmt, magic", [("svg", b"<svg"), ("png", b"\x89PNG")])
 def test_graphviz_accepts_both_pictures(tmp_path: Path, recorded: dict, fmt: str, magic: bytes, monkeypatch) -> None:
+    _require_dot()
     main(["check", str(HOISTED), "--graph", str(tmp_path), "-q"])
     for text in (graph.runtime_dot(recorded["torch"], "t"), next(tmp_path.glob("*.dot")).read_text()):
         assert magic in graph.render(text, fmt)[:1000]
@@ -260,8 +272,8 @@ def test_graphviz_accepts_both_pictures(tmp_path: Path, recorded: dict, fmt: str
         monkeypatch.delitem(sys.modules, "graphviz")
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="the renderer is Graphviz's dot")
 def test_a_renderer_error_is_reported_not_raised_as_a_traceback() -> None:
+    _require_dot()
     with pytest.raises(graph.GraphError, match="Graphviz rejected the graph"):
         graph.render("digraph { a -> }", "svg")
 
