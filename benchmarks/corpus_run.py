@@ -95,7 +95,9 @@ def tapelint_command() -> list[str]:
 
 
 def lint(project: Project, semantics: str, jobs: int) -> tuple[Timed, list[Finding], list[str]]:
-    command = [*tapelint_command(), "check", "--format", "json", "--semantics", semantics]
+    # Cold every time: a result cache left by an earlier run (or by the other
+    # semantics) would time its lookups, not the analysis.
+    command = [*tapelint_command(), "check", "--no-cache", "--format", "json", "--semantics", semantics]
     run = timed([*command, "--jobs", str(jobs), "--exclude", "*.ipynb", project.path])
     try:  # exit 2 with a report: some file hit an internal error, the others were checked
         report = json.loads(run.stdout)
