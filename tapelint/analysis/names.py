@@ -149,7 +149,7 @@ def target_names(target: cst.CSTNode) -> set[str]:
 
 
 # Where each binding node keeps what it binds.
-BINDING_FIELDS: dict[type, str] = {
+_BINDING_FIELDS: dict[type, str] = {
     cst.AssignTarget: "target", cst.AugAssign: "target", cst.AnnAssign: "target", cst.For: "target",
     cst.CompFor: "target", cst.AsName: "name", cst.NamedExpr: "target", cst.Del: "target",
 }
@@ -160,7 +160,7 @@ def bound_in(node: cst.CSTNode) -> set[str]:
     (A walk of the fields, not a visitor: a loop's body is asked at every pass.)"""
     bound: set[str] = set()
     for inner in walk_nodes(node):
-        field = BINDING_FIELDS.get(type(inner))
+        field = _BINDING_FIELDS.get(type(inner))
         if field is not None:
             bound |= target_names(getattr(inner, field))
     return bound

@@ -131,6 +131,10 @@ def decide(test: cst.BaseExpression, facts: Facts, key_of: Callable[[str], Optio
     return None
 
 
+_MAX_ROOTS = 4096
+_ROOTS: dict[int, tuple[Facts, frozenset[str]]] = {}
+
+
 def fact_roots(facts: Facts) -> frozenset[str]:
     """The names the keys of `facts` start with (`args` of `args.lr`): only
     rebinding one of them can change what a fact is about (`mentions`).
@@ -145,10 +149,6 @@ def fact_roots(facts: Facts) -> frozenset[str]:
     roots = frozenset(fact.key.partition(".")[0] for fact in facts)
     _ROOTS[id(facts)] = (facts, roots)  # (the set is held, so its id stays its own)
     return roots
-
-
-_MAX_ROOTS = 4096
-_ROOTS: dict[int, tuple[Facts, frozenset[str]]] = {}
 
 
 def mentions(fact: Fact, key: str) -> bool:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint.analysis.model import OPAQUE, ListRef, ObjectRef, SelfRef
-from tapelint.analysis.names import BINDING_FIELDS, target_names
+from tapelint.analysis.names import bound_in
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import per_analysis, walk_nodes
 
@@ -126,14 +126,10 @@ def indexed_elements(frame: Frame, loop: cst.For, state: State) -> Vals:
 def _read_by_index(body: cst.BaseSuite, index: str) -> tuple[cst.BaseExpression, ...]:
     """The containers (names, attribute paths) `body` subscripts by `index`
     alone; none when the body rebinds `index`."""
-    read: list[cst.BaseExpression] = []
-    for node in walk_nodes(body):
-        if type(node) is cst.Subscript:
-            if type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index):
-                read.append(node.value)
-        elif type(node) in BINDING_FIELDS and index in target_names(getattr(node, BINDING_FIELDS[type(node)])):
-            return ()
-    return tuple(read)
+    if index in bound_in(body):
+        return ()
+    return tuple(node.value for node in walk_nodes(body) if type(node) is cst.Subscript
+                 and type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index))
 
 
 def _loop_index(loop: cst.For, state: State) -> Optional[str]:

@@ -82,12 +82,12 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     else:
         other = frame.exec_block(stmt.orelse.body.body, other)
     own = frame.loops[frame.own_loops_from:]
-    # A side that ended is not joined (`State.join` takes the other as it is): not worth pruning.
-    if then.ended and not other.ended:
-        return State.join(then, without_dead_releases(other, own))
-    if other.ended and not then.ended:
-        return State.join(without_dead_releases(then, own), other)
-    return State.join(without_dead_releases(then, own), without_dead_releases(other, own))
+    # A side that ended is dropped by the join, unless both did (then it keeps `other`): not worth pruning.
+    if not then.ended:
+        then = without_dead_releases(then, own)
+    if not other.ended or then.ended:
+        other = without_dead_releases(other, own)
+    return State.join(then, other)
 
 
 def fact_keys(frame: Frame, state: State) -> Callable[[str], Optional[str]]:
