@@ -29,7 +29,7 @@ neither reads nor writes it.
 
 For a long-lived process (the language server's worker): keep one
 `ResultCache` and pass it to `runner.lint_one` (or `runner.lint_files`),
-calling `forget_digests` when files may have changed; the per-process parse
+calling `forget_disk` when files may have changed; the per-process parse
 cache (`analysis.project.CACHE`) keeps imported modules parsed, with their
 summaries, between lints.
 """
@@ -130,6 +130,16 @@ def decode(kind: Any, value: Any) -> Any:
 _UNIONS = (Union, getattr(types, "UnionType", Union))
 
 
+def _facts(value: Any) -> list[tuple[str, str]]:
+    """An entry's facts, `[[path, state], ...]`: `decode(Dependencies.facts)`
+    without its generic walk, which cost a warm run more than its reads."""
+    pairs = _list(value)
+    if not all(type(pair) is list and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str
+               for pair in pairs):
+        raise TypeError("a fact is a [path, state] pair of strings")
+    return [(path, state) for path, state in pairs]
+
+
 def _list(value: Any) -> list:
     if not isinstance(value, list):
         raise TypeError("a list was expected")
@@ -179,17 +189,17 @@ def _settings_key(settings: Settings, cwd: str) -> str:
 
 class ResultCache:
     """Cached results in `directory`; one instance per run or per long-lived
-    process (it memoises the digests of dependencies it checked: call
-    `forget_digests` when files may have changed since)."""
+    process (it memoises what it found on disk about the dependencies it
+    checked: call `forget_disk` when files may have changed since)."""
 
     def __init__(self, directory: str) -> None:
         self.directory = os.path.abspath(directory)
         self.entries = os.path.join(self.directory, fingerprint()[:_FINGERPRINT_CHARS])
-        self.digests: dict[str, Optional[str]] = {}
+        self.disk: dict[tuple[str, bool], str] = {}
         self._prepared = False
 
-    def forget_digests(self) -> None:
-        self.digests.clear()
+    def forget_disk(self) -> None:
+        self.disk.clear()
 
     def lookup(self, path: str, settings: Settings, data: bytes) -> Optional[FileResult]:
         """The stored result of linting `data` (the bytes of `path`) with
@@ -201,8 +211,7 @@ class ResultCache:
                     or entry.get("path") != _where(path) or entry.get("settings") != settings_key(settings)
                     or entry.get("digest") != reads.content_digest(data)):
                 return None
-            facts = decode(tuple[tuple[str, str], ...], entry["facts"])
-            if not reads.still_hold(dict(facts), self.digests):
+            if not reads.still_hold(_facts(entry["facts"]), self.disk):
                 return None
             return decode(FileResult, entry["result"])
         except (OSError, ValueError, TypeError, KeyError, StopIteration, RecursionError):

@@ -145,9 +145,12 @@ def test_a_damaged_or_foreign_entry_is_ignored_and_rewritten(project: Path, caps
     wrong = json.loads(entries[5].read_text())
     wrong["result"]["diagnostics"] = "not a list"
     entries[5].write_text(json.dumps(wrong))
+    facts = json.loads(entries[6].read_text())
+    facts["facts"] = ["ab"]  # two characters, not a [path, state] pair
+    entries[6].write_text(json.dumps(facts))
     linted.clear()
     assert run(capsys, "check", ".", "--format", "json") == clean
-    assert len(linted) == 6
+    assert len(linted) == 7
     linted.clear()
     assert run(capsys, "check", ".", "--format", "json") == clean
     assert linted == []  # every damaged entry was rewritten whole
@@ -180,7 +183,7 @@ def test_a_long_lived_process_reuses_results_until_an_import_changes(project: Pa
     assert first.result.diagnostics and lints == ["train.py"]
     assert runner.lint_one("train.py", Settings(), cache) == first and lints == ["train.py"]
     (project / "models.py").write_text(MODELS + "\n# edited\n")
-    cache.forget_digests()
+    cache.forget_disk()
     assert runner.lint_one("train.py", Settings(), cache) == first  # same findings, linted again:
     assert lints == ["train.py", "train.py"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Optional
 
@@ -95,25 +95,25 @@ def _stat_state(path: str) -> str:
     return FILE if stat.S_ISREG(mode) else MISSING
 
 
-def current_state(path: str, recorded: str, digests: Optional[dict[str, Optional[str]]] = None) -> str:
+def current_state(path: str, recorded: str, seen: Optional[dict[tuple[str, bool], str]] = None) -> str:
     """What `path` is now, in the terms `recorded` was noted in (a digest
-    when a digest was recorded). `digests` memoises content digests over one
-    run, where many files depend on the same module."""
+    when a digest was recorded). `seen` memoises the answers over one run,
+    where many files depend on the same modules and look up the same paths."""
+    wants_digest = recorded not in (FILE, MISSING, DIRECTORY)
+    if seen is not None and (path, wants_digest) in seen:
+        return seen[(path, wants_digest)]
     state = _stat_state(path)
-    if state != FILE or recorded in (FILE, MISSING, DIRECTORY):
-        return state
-    if digests is not None and path in digests:
-        return digests[path] or MISSING
-    try:
-        with open(path, "rb") as handle:
-            digest: Optional[str] = content_digest(handle.read())
-    except OSError:
-        digest = None
-    if digests is not None:
-        digests[path] = digest
-    return digest or MISSING
+    if state == FILE and wants_digest:
+        try:
+            with open(path, "rb") as handle:
+                state = content_digest(handle.read())
+        except OSError:
+            state = MISSING
+    if seen is not None:
+        seen[(path, wants_digest)] = state
+    return state
 
 
-def still_hold(facts: Mapping[str, str], digests: Optional[dict[str, Optional[str]]] = None) -> bool:
-    """Every recorded fact is still true on disk."""
-    return all(current_state(path, state, digests) == state for path, state in facts.items())
+def still_hold(facts: Iterable[tuple[str, str]], seen: Optional[dict[tuple[str, bool], str]] = None) -> bool:
+    """Every recorded fact (path, state) is still true on disk."""
+    return all(current_state(path, state, seen) == state for path, state in facts)
