@@ -38,11 +38,31 @@ def children_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        holds = _HOLDS.get(type(value))
+        if holds is None:
+            holds = _holds(type(value))
+        if holds is _NODE:
             found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+        elif holds is _ITEMS:
+            for item in value:
+                item_holds = _HOLDS.get(type(item))
+                if (item_holds if item_holds is not None else _holds(type(item))) is _NODE:
+                    found.append(item)
     return found
+
+
+# What a field's value is, by its type: a node, a sequence of possible
+# nodes, or neither (a string, a sentinel, None). `CSTNode` is an abstract
+# class, whose `isinstance` is a slow path taken for every field of every
+# node of every walk; a type's answer is looked up once.
+_NODE, _ITEMS, _NEITHER = "node", "items", "neither"
+_HOLDS: dict[type, str] = {}
+
+
+def _holds(kind: type) -> str:
+    holds = _NODE if issubclass(kind, cst.CSTNode) else _ITEMS if issubclass(kind, (list, tuple)) else _NEITHER
+    _HOLDS[kind] = holds
+    return holds
 
 
 def _visited_fields(kind: type) -> Optional[tuple[str, ...]]:
