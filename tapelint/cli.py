@@ -36,9 +36,10 @@ import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from tapelint import __version__, debug
+from tapelint import rules as registry  # its rules load on first use: not in a run of cached results
 from tapelint.config import ConfigError, Resolver
 from tapelint.files import Discovery, SourceError, discover, read_source
 from tapelint.notebooks import is_notebook
@@ -54,10 +55,11 @@ from tapelint.options import (
     use_color,
 )
 from tapelint.reporters import FORMATS, REPORTERS, Report, ReportOptions
-from tapelint.rules import ALL_RULES, resolve
-from tapelint.rules.base import Rule
 from tapelint.settings import Settings
 from tapelint.stdin import StdinRun, is_stdin
+
+if TYPE_CHECKING:
+    from tapelint.rules.base import Rule
 
 EXIT_CLEAN = 0
 EXIT_FOUND = 1
@@ -400,7 +402,7 @@ def _configure_rule(parser: argparse.ArgumentParser) -> None:
 
 
 def _rule(args: argparse.Namespace) -> int:
-    rule = resolve(args.rule)
+    rule = registry.resolve(args.rule)
     if rule is None:
         raise UsageError(f"unknown rule {args.rule!r} (see `tapelint rules`)")
     if args.format == "json":
@@ -416,10 +418,10 @@ def _configure_rules(parser: argparse.ArgumentParser) -> None:
 
 def _rules(args: argparse.Namespace) -> int:
     if args.format == "json":
-        _print_json([_rule_json(rule) for rule in ALL_RULES])
+        _print_json([_rule_json(rule) for rule in registry.ALL_RULES])
         return EXIT_CLEAN
-    width = max(len(rule.name) for rule in ALL_RULES)
-    for rule in ALL_RULES:
+    width = max(len(rule.name) for rule in registry.ALL_RULES)
+    for rule in registry.ALL_RULES:
         print(f"{rule.code}  {rule.name.ljust(width)}  {rule.summary}")
     return EXIT_CLEAN
 

@@ -72,7 +72,7 @@ from tapelint.diagnostics import Semantics
 from tapelint.files import SKIPPED_DIRECTORIES, Excluder
 from tapelint.gitignore import GitIgnore
 from tapelint.reporters import FORMATS
-from tapelint.rules import ALL_RULES, resolve
+from tapelint.rules.codes import CODES, resolve_code
 from tapelint.settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -155,19 +155,19 @@ class Overrides:
 
 def parse_selector(text: str) -> Selector | None:
     """A code, a kebab-case name, a code prefix or `ALL`; None if it names nothing."""
-    rule = resolve(text)
-    if rule is not None:
-        return Selector(text, frozenset({rule.code}), 99)
+    code = resolve_code(text)
+    if code is not None:
+        return Selector(text, frozenset({code}), 99)
     prefix = text.strip().upper()
     if prefix == "ALL":
-        return Selector(text, frozenset(r.code for r in ALL_RULES), 0)
-    codes = frozenset(r.code for r in ALL_RULES if prefix and r.code.startswith(prefix))
+        return Selector(text, frozenset(CODES), 0)
+    codes = frozenset(c for c in CODES if prefix and c.startswith(prefix))
     return Selector(text, codes, len(prefix)) if codes else None
 
 
 def enabled_codes(layers: tuple[Selection, ...]) -> frozenset[str]:
     """The rules left enabled after applying `layers` in order (ruff's algorithm)."""
-    enabled = {r.code for r in ALL_RULES if r.code != UNUSED_SUPPRESSION}
+    enabled = {code for code in CODES if code != UNUSED_SUPPRESSION}
     ignored_anywhere: set[str] = set()
     for layer in layers:
         chosen = (layer.select or ()) + layer.extend_select

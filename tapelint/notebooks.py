@@ -34,7 +34,6 @@ from typing import Any
 
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Position, Range
 from tapelint.settings import Settings
-from tapelint.suppressions import lint_module
 
 NOTEBOOK_SUFFIX = ".ipynb"
 # Cell magics whose body is Python.
@@ -222,6 +221,8 @@ def lint_notebook(text: str, path: str, settings: Settings) -> FileResult:
     notebook = program(document)
     if not notebook.cells:
         return FileResult(path)
+    from tapelint.suppressions import lint_module  # the linter, loaded only when a notebook is linted
+
     result = lint_module(notebook.source, path, settings)
     return replace(result, diagnostics=tuple(_to_cells(d, notebook) for d in result.diagnostics))
 

@@ -51,9 +51,7 @@ from tapelint import debug
 from tapelint.analysis import reads
 from tapelint.cache import Dependencies, ResultCache
 from tapelint.diagnostics import FileError, FileResult
-from tapelint.document import lint_document
 from tapelint.files import SourceError, decode_source, read_bytes, read_source
-from tapelint.lint import TOO_DEEP
 from tapelint.rules.across_files import without_callee_copies
 from tapelint.settings import Settings
 
@@ -204,12 +202,21 @@ def _read_and_lint(path: str, settings: Settings, text: Optional[str] = None, da
                 source = decode_source(data) if data is not None else read_source(path)
         except SourceError as exc:
             return Outcome(FileResult(path, errors=(FileError(path, str(exc)),)))
-        result = lint_document(source, path, settings)
+        result = _linter()(source, path, settings)
         if len(source) > _LARGE_FILE:
             _return_freed_heap()
         return Outcome(result)
 
     return guarded(path, settings, lint)
+
+
+def _linter() -> Callable[[str, str, Settings], FileResult]:
+    """`document.lint_document`, imported on first need: a run whose every
+    result is cached never loads the linter (libcst, the analysis, the
+    rules). The parent loads it before it forks workers, which inherit it."""
+    from tapelint.document import lint_document
+
+    return lint_document
 
 
 def guarded(path: str, settings: Settings, lint: Callable[[], Outcome]) -> Outcome:
@@ -368,6 +375,8 @@ class _DeepStackThread:
             sys.setrecursionlimit(previous_limit)
         if not box:
             return _crash(path, "the lint thread ended without a result")
+        from tapelint.lint import TOO_DEEP  # loaded by the lint that just ran
+
         if any(error.message.startswith(TOO_DEEP) for error in box[0].result.errors):
             self.retire()
         return box[0]
@@ -436,6 +445,7 @@ def _die_with(parent: int) -> None:
 
 def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int,
                 record: bool = False) -> tuple[Outcome, ...]:
+    _linter()  # once here, not once per forked worker
     outcomes: dict[int, Outcome] = {}
     # Largest first: the long tasks do not end up last on one core, and the
     # largest trees meet a worker's heap before other files have fragmented it.
@@ -450,6 +460,7 @@ def _in_workers(files: Sequence[str], settings: Sequence[Settings], jobs: int,
 
 def _run_alone(task: _Task) -> Outcome:
     """`task` in a process of its own; if the process dies, its exit says why."""
+    _linter()
     context = multiprocessing.get_context()
     receiver, sender = context.Pipe(duplex=False)
     with tempfile.NamedTemporaryFile(prefix="tapelint-stderr-") as stderr:

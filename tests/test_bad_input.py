@@ -212,12 +212,12 @@ def boom(*args: object, **kwargs: object) -> object:
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_internal_error_in_one_file(tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
     (tree / "crash.py").write_text(CLEAN_HEADER)
-    real = tapelint.runner.lint_document
+    real = tapelint.runner._linter()
 
     def lint_or_crash(source: str, path: str, settings: object, **kwargs: object) -> object:
         return boom() if path == "crash.py" else real(source, path, settings, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tapelint.runner, "lint_document", lint_or_crash)
+    monkeypatch.setattr(tapelint.runner, "_linter", lambda: lint_or_crash)
     code, lines, _ = check(capsys, "--jobs", jobs)
     assert code == 2
     assert error_lines(lines) == [
@@ -227,14 +227,14 @@ def test_internal_error_in_one_file(tree: Path, capsys: pytest.CaptureFixture[st
 
 def test_memory_error_in_one_file(tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     (tree / "huge.py").write_text(CLEAN_HEADER)
-    real = tapelint.runner.lint_document
+    real = tapelint.runner._linter()
 
     def lint_or_oom(source: str, path: str, settings: object, **kwargs: object) -> object:
         if path == "huge.py":
             raise MemoryError
         return real(source, path, settings, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tapelint.runner, "lint_document", lint_or_oom)
+    monkeypatch.setattr(tapelint.runner, "_linter", lambda: lint_or_oom)
     code, lines, _ = check(capsys, "--jobs", "1")
     assert code == 1
     assert error_lines(lines) == [
@@ -249,14 +249,14 @@ def test_a_worker_that_dies_is_one_internal_error(tree: Path, capsys: pytest.Cap
     for i in range(6):
         (tree / f"more{i}.py").write_text(CLEAN_HEADER)
     (tree / "segv.py").write_text(CLEAN_HEADER)
-    real = tapelint.runner.lint_document
+    real = tapelint.runner._linter()
 
     def lint_or_die(source: str, path: str, settings: object, **kwargs: object) -> object:
         if path == "segv.py":
             os.kill(os.getpid(), signal.SIGKILL)  # as a native crash would
         return real(source, path, settings, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tapelint.runner, "lint_document", lint_or_die)
+    monkeypatch.setattr(tapelint.runner, "_linter", lambda: lint_or_die)
     code, lines, _ = check(capsys, "--jobs", "2")
     assert code == 2
     assert error_lines(lines) == ["segv.py: error: internal error: the worker process died while checking this file"]

@@ -19,7 +19,7 @@ def _analysis_bug(*args: object, **kwargs: object) -> object:
 @pytest.fixture
 def crashing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(debug.ENV_VAR, "0")  # off, and restored after the test whatever enable() did
-    monkeypatch.setattr(tapelint.runner, "lint_document", _analysis_bug)
+    monkeypatch.setattr(tapelint.runner, "_linter", lambda: _analysis_bug)
     target = tmp_path / "crash.py"
     target.write_text("import torch\nloss.backward()\n", encoding="utf-8")
     return target

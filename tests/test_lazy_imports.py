@@ -48,3 +48,32 @@ def test_the_lazy_commands_still_load_their_modules(capsys) -> None:
     assert main(["explain", "Trying to backward through the graph a second time"]) in (0, 1)
     assert "tapelint.explain" in sys.modules
     assert "TL" in capsys.readouterr().out
+
+
+CACHED_RUN = """
+import contextlib, io, json, sys
+import tapelint.cli
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = tapelint.cli.main(["check", "--cache-dir", sys.argv[1], "train.py"])
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+TRAIN = "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * w).sum()\nloss.backward()\nloss.backward()\n"
+
+
+def test_a_run_whose_results_are_all_cached_loads_no_parser_analysis_or_rule(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("TAPELINT_NO_CACHE")
+    (tmp_path / "train.py").write_text(TRAIN)
+
+    def check() -> dict:
+        done = subprocess.run([sys.executable, "-c", CACHED_RUN, str(tmp_path / "cache")], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    cold, warm = check(), check()
+    assert cold["code"] == warm["code"] == 1 and cold["out"] == warm["out"]
+    assert "train.py:5:1: TL004" in warm["out"]
+    heavy = ("libcst", "tapelint.lint", "tapelint.analysis.driver", "tapelint.rules.base",
+             "tapelint.rules.tl004_repeated_backward")
+    assert all(name in cold["modules"] for name in heavy)  # the cold run linted
+    assert [name for name in heavy if name in warm["modules"]] == []

@@ -138,3 +138,17 @@ def test_the_exit_code_table_names_every_command() -> None:
     commands = {name for row in re.findall(r"^\| `([a-z, `-]+)` \|", OUTPUT_MD, re.MULTILINE)
                 for name in re.findall(r"[a-z]+", row)}
     assert set(COMMANDS) <= commands
+
+
+def test_every_rule_module_is_registered_under_its_own_name() -> None:
+    """`rules.codes` names each rule's module, and the registry loads every
+    rule from its module: a rule file left out of the list is a rule no one runs."""
+    import tapelint.rules
+    from tapelint.rules.codes import MODULES, resolve_code
+
+    folder = Path(tapelint.rules.__file__).parent
+    on_disk = sorted(path.stem for path in folder.glob("tl[0-9][0-9][0-9]_*.py"))
+    assert list(MODULES) == on_disk
+    assert [(rule.code, rule.name, rule.__module__.rsplit(".", 1)[1]) for rule in ALL_RULES] == [
+        (module[:5].upper(), module[6:].replace("_", "-"), module) for module in MODULES]
+    assert all(resolve_code(rule.name) == resolve_code(rule.code.lower()) == rule.code for rule in ALL_RULES)

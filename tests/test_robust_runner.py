@@ -86,7 +86,7 @@ def test_a_native_abort_for_memory_is_the_budget_not_a_crash(tmp_path: Path, mon
         os.write(2, b"memory allocation of 123456789 bytes failed\n")
         os.abort()
 
-    monkeypatch.setattr(tapelint.runner, "lint_document", abort_like_libcst)
+    monkeypatch.setattr(tapelint.runner, "_linter", lambda: abort_like_libcst)
     (tmp_path / "huge.py").write_text(HEADER)
     run = lint_files([str(tmp_path / "huge.py")], Settings(), 1)
     assert not run.crashed
@@ -99,7 +99,7 @@ def test_stdin_is_linted_in_a_process_of_its_own(monkeypatch: pytest.MonkeyPatch
     def die(source: str, path: str, settings: Settings) -> object:
         os.kill(os.getpid(), signal.SIGKILL)  # as a native crash in the parser would
 
-    monkeypatch.setattr(tapelint.runner, "lint_document", die)
+    monkeypatch.setattr(tapelint.runner, "_linter", lambda: die)
     stdin = lint_stdin(io.BytesIO(HAZARD.encode()), "buffer.py", Settings())
     [error] = stdin.run.results[0].errors
     assert error.message == "internal error: the worker process died while checking this file"
