@@ -146,6 +146,10 @@ def test_a_flag_set_once_in_init_decides_a_test_on_it():
     assert codes(source.format(other="")) == []
     reassigned = "def automatic(self):\n                self.manual = False"
     assert codes(source.format(other=reassigned)) == [("TL004", 9)]
+    unpacked = "def automatic(self):\n                self.manual, self.steps = False, 0"
+    assert codes(source.format(other=unpacked)) == [("TL004", 9)]
+    starred = "def automatic(self, *flags):\n                first, *self.manual = flags"
+    assert codes(source.format(other=starred)) == [("TL004", 9)]
 
 
 def test_a_step_method_late_in_a_large_module_still_runs_its_helpers():

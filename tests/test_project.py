@@ -335,3 +335,55 @@ def test_modules_loaded_per_analysis_are_bounded(tmp_path):
                      "last.py": HOISTED.format(imports=uses, make=f"m{count - 1}.Net()")})
     first, last = lint(tmp_path / "first.py"), lint(tmp_path / "last.py")
     assert [code for code, _ in first] == ["TL001"] and last == []
+
+
+def test_one_analysis_looks_at_each_path_once_and_the_next_looks_again(tmp_path, monkeypatch):
+    """Lookups through a package ask the same folders the same questions;
+    one analysis stats each path once, and still records each as a fact the
+    result depends on; the next analysis stats again."""
+    from tapelint.analysis import reads
+
+    write(tmp_path, {"pkg/__init__.py": "from .nets import *\n", "pkg/nets.py": MODEL})
+    uses = "\n".join(f"n{i} = pkg.Net()" for i in range(5))
+    write(tmp_path, {"train.py": HOISTED.format(imports=f"import pkg\n{uses}", make="pkg.Net()")})
+    asked: list[str] = []
+    real = reads._stat_state
+    monkeypatch.setattr(reads, "_stat_state", lambda path: asked.append(path) or real(path))
+    with reads.recording() as facts:
+        assert lint(tmp_path / "train.py") == [("TL001", 9)]
+    looked = [path for path in asked if path.startswith(str(tmp_path))]
+    assert looked and len(looked) == len(set(looked))
+    assert set(looked) <= set(facts)
+    asked.clear()  # (the parse cache answers some of them now, from the facts it keeps)
+    assert lint(tmp_path / "train.py") == [("TL001", 9)]
+    again = [path for path in asked if path.startswith(str(tmp_path))]
+    assert again and len(again) == len(set(again)) and set(again) <= set(looked)
+
+
+def test_one_view_answers_as_the_disk_was_when_first_asked(tmp_path):
+    from tapelint.analysis import reads
+
+    path = tmp_path / "m.py"
+    path.write_text("")
+    with reads.one_view():
+        assert reads.path_state(str(path)) == reads.FILE
+        path.unlink()
+        assert reads.path_state(str(path)) == reads.FILE
+    assert reads.path_state(str(path)) == reads.MISSING
+
+
+def test_a_cached_module_builds_its_import_map_once(tmp_path):
+    """Every importer's analysis builds the imported module's program again;
+    its import map (a walk of every statement) comes from the parse cache."""
+    write(tmp_path, {"models.py": MODEL})
+    cache = ModuleCache()
+    path = str(tmp_path / "models.py")
+    module = cache.module(path)
+    assert module is not None
+    first = cache.import_map(path, module)
+    assert cache.import_map(path, module) is first
+    assert first.resolve("nn.Linear") == "torch.nn.Linear"
+    assert cache.import_map(path, cst.parse_module(MODEL)) is not first  # another tree of the text
+    (tmp_path / "models.py").write_text(MODEL.replace("import torch.nn as nn", "import torch.nn as tnn"))
+    changed = cache.module(path)
+    assert changed is not None and cache.import_map(path, changed).resolve("tnn.Linear") == "torch.nn.Linear"

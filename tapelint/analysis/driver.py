@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from tapelint.analysis import protocols
+from tapelint.analysis import protocols, reads
 from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.anchors import Located, relocate
 from tapelint.analysis.findings import Hazard
@@ -67,8 +67,9 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     length, sizes the work budget; `path`, where it is, resolves its
     first-party imports (none without it)."""
     try:
-        analysis = ModuleAnalysis(module, settings, lines, path)
-        analysis.run()
+        with reads.one_view():
+            analysis = ModuleAnalysis(module, settings, lines, path)
+            analysis.run()
         hazards = with_roles(analysis.results(), analysis.steps)
         found = relocate(hazards, analysis.program, analysis.contexts())
         found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes, module)

@@ -48,7 +48,8 @@ class Program:
 
     @classmethod
     def of(cls, module: cst.Module, settings: Settings, path: str = "", project: Optional[Project] = None) -> Program:
-        program = cls(module, ImportMap.of(module), {}, {}, frozenset(settings.backward_functions),
+        imports = project.cache.import_map(path, module) if project is not None else ImportMap.of(module)
+        program = cls(module, imports, {}, {}, frozenset(settings.backward_functions),
                       frozenset(settings.tracked_functions), path, None, project)
         if project is not None and path:
             program.summary = project.summary_of(path, module)

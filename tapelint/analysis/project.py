@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 import libcst as cst
 
 from tapelint.analysis import reads
-from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.imports import ImportMap, dotted_name
 from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.syntax import walk_statements
 from tapelint.files import SourceError, decode_source, read_bytes
@@ -273,6 +273,7 @@ class _Entry:
     module: Optional[cst.Module]  # None: not parsable or too large
     # roots -> its summary and the file-system facts resolving its imports used
     summaries: dict[tuple[str, ...], tuple[ModuleSummary, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
+    imports: Optional[ImportMap] = None  # of `module`, once asked: every importer's analysis asks again
 
     @property
     def chars(self) -> int:
@@ -320,7 +321,8 @@ class ModuleCache:
         if text is not None and len(text) > MAX_MODULE_CHARS:
             text = None
         if entry is not None and entry.text is not None and entry.text == text:
-            fresh = _Entry(key, text, digest, entry.module, entry.summaries)  # linted from this very text
+            # linted from this very text
+            fresh = _Entry(key, text, digest, entry.module, entry.summaries, entry.imports)
         else:
             fresh = _Entry(key, text, digest, _parse(text) if text is not None else None)
         self._put(path, fresh)
@@ -359,6 +361,16 @@ class ModuleCache:
         else:
             reads.replay(cached[1])
         return cached[0]
+
+    def import_map(self, path: str, module: cst.Module) -> ImportMap:
+        """`ImportMap.of(module)`, once per cached module (a walk of every
+        statement, imports inside functions included)."""
+        entry = self.entries.get(os.path.abspath(path)) if path else None
+        if entry is None or entry.module is not module:
+            return ImportMap.of(module)
+        if entry.imports is None:
+            entry.imports = ImportMap.of(module)
+        return entry.imports
 
     def _put(self, path: str, entry: _Entry) -> None:
         if path in self.entries:

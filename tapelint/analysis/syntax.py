@@ -87,6 +87,30 @@ def walk_statements(body: Sequence[cst.CSTNode], into_definitions: bool = True) 
             stack.append(iter(inner))
 
 
+@per_analysis
+def self_assignments(fn: cst.FunctionDef) -> tuple[tuple[str, cst.CSTNode], ...]:
+    """Each `self.<attr>` that `fn` assigns (plain, augmented, annotated, or
+    unpacked from a tuple or list, starred included), with its statement, in
+    source order: what a method leaves on its object."""
+    found: list[tuple[str, cst.CSTNode]] = []
+    for stmt in walk_statements(fn.body.body):
+        if type(stmt) is cst.Assign:
+            targets: list[cst.BaseExpression] = [t.target for t in stmt.targets]
+        elif type(stmt) in (cst.AugAssign, cst.AnnAssign):
+            targets = [stmt.target]  # type: ignore[attr-defined]
+        else:
+            continue
+        while targets:
+            target = targets.pop(0)
+            if type(target) in (cst.Tuple, cst.List):
+                targets[:0] = [e.value for e in target.elements]  # type: ignore[attr-defined]
+            elif type(target) is cst.StarredElement:
+                targets.insert(0, target.value)
+            elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+                found.append((target.attr.value, stmt))
+    return tuple(found)
+
+
 def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
     """The argument passed as `name=...`, if any."""
     for arg in call.args:

@@ -27,7 +27,7 @@ from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.paths import NO_FACTS, Fact, Facts, literal_text
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import State
-from tapelint.analysis.syntax import walk_statements
+from tapelint.analysis.syntax import self_assignments
 
 
 def stable_attributes(owner: Optional[ClassInfo]) -> Callable[[str], bool]:
@@ -40,30 +40,11 @@ def stable_attributes(owner: Optional[ClassInfo]) -> Callable[[str], bool]:
         if owner is None:
             return False
         if not assigned:
-            assigned.append({a for name, m in owner.methods.items() if name != "__init__" for a in _self_targets(m)})
+            assigned.append({attr for name, method in owner.methods.items() if name != "__init__"
+                             for attr, _ in self_assignments(method)})
         return attr not in assigned[0]
 
     return stable
-
-
-def _self_targets(method: cst.FunctionDef) -> set[str]:
-    out: set[str] = set()
-    for stmt in walk_statements(method.body.body):
-        if type(stmt) is cst.Assign:
-            targets: list[cst.BaseExpression] = [t.target for t in stmt.targets]
-        elif type(stmt) in (cst.AugAssign, cst.AnnAssign):
-            targets = [stmt.target]  # type: ignore[attr-defined]
-        else:
-            continue
-        while targets:
-            target = targets.pop()
-            if type(target) in (cst.Tuple, cst.List):
-                targets.extend(e.value for e in target.elements)  # type: ignore[attr-defined]
-            elif type(target) is cst.StarredElement:
-                targets.append(target.value)
-            elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
-                out.add(target.attr.value)
-    return out
 
 
 @dataclass(frozen=True)

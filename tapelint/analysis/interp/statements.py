@@ -31,7 +31,7 @@ from tapelint.analysis.model import (
     Value,
 )
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import walk_statements, whole_slice
+from tapelint.analysis.syntax import self_assignments, walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.analysis.walks import without_dead_releases
 
@@ -143,21 +143,10 @@ def _constant_flag(frame: Frame, test: cst.BaseExpression, state: State) -> Opti
 
 def _set_once(cls: cst.ClassDef, attr: str) -> Optional[bool]:
     """The literal bool that `cls.__init__` gives `self.<attr>` when that is the
-    class's only assignment to it (augmented or annotated ones count too)."""
-    found: list[Optional[bool]] = []
-    for method in cls.body.body:
-        if type(method) is not cst.FunctionDef:
-            continue
-        for stmt in walk_statements(method.body.body):
-            if type(stmt) is cst.Assign:
-                targets = [t.target for t in stmt.targets]
-            elif type(stmt) in (cst.AugAssign, cst.AnnAssign):
-                targets = [stmt.target]  # type: ignore[attr-defined]
-            else:
-                continue
-            if any(type(t) is cst.Attribute and dotted_name(t) == f"self.{attr}" for t in targets):
-                literal = literal_bool(stmt.value) if type(stmt) is cst.Assign else None
-                found.append(literal if method.name.value == "__init__" else None)
+    class's only assignment to it (augmented, annotated or unpacked ones count too)."""
+    found = [literal_bool(stmt.value) if type(stmt) is cst.Assign and method.name.value == "__init__" else None
+             for method in cls.body.body if type(method) is cst.FunctionDef
+             for name, stmt in self_assignments(method) if name == attr]
     return found[0] if len(found) == 1 else None
 
 
