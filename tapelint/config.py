@@ -25,8 +25,16 @@ are accepted wherever rules are named):
     backward-functions = ["trainer.backward"]
     tracked-functions = ["model.encode"]
     src = ["src"]                 # where first-party imports are found (besides each file's directory)
+    target-version = "py312"      # the Python the code is written for, py38 ... py314 (flag --target-version)
     cache-dir = ".tapelint_cache" # where results are cached (relative to this file; TAPELINT_CACHE_DIR and
                                   # --cache-dir win; read from the configuration at the current directory)
+
+`target-version` decides who judges syntax (`tapelint.lint`). Unset, it is
+the lower bound of `[project] requires-python` (`>=3.12`, `~=3.12.1`,
+`>=3.12,<4`: py312; a value without a lower bound, or that is not PEP 440,
+is ignored) in the pyproject.toml of the configuration, or, when no
+configuration applies, in the nearest pyproject.toml above the file (ruff's
+fallback); else the running Python's version. `--isolated` reads neither.
 
 Globs are relative to the directory of the pyproject they come from. A glob
 without `/` matches any path component (`legacy`, `test_*.py`); one with
@@ -42,9 +50,9 @@ TL901 is enabled; TL901 (unused suppressions) is enabled by
 (also through `ALL` or a prefix). TL900 (parse error) stays enabled unless
 some `ignore` names it: a file that cannot be parsed is never silently
 passed. Other command-line options (`--semantics`, `--unsafe-fixes`,
-`--report-unused-suppressions`) override their key; `--exclude` adds to the
-configured globs and `--extend-per-file-ignores` to the per-file ignores
-(both relative to the current directory).
+`--report-unused-suppressions`, `--target-version`) override their key;
+`--exclude` adds to the configured globs and `--extend-per-file-ignores` to
+the per-file ignores (both relative to the current directory).
 
 Exclusion (ruff's): `exclude`/`extend-exclude` and `--exclude` apply to what
 a directory walk finds and, with `--force-exclude` (on by default), to paths
@@ -73,7 +81,7 @@ from tapelint.files import SKIPPED_DIRECTORIES, Excluder
 from tapelint.gitignore import GitIgnore
 from tapelint.reporters import FORMATS
 from tapelint.rules.codes import CODES, resolve_code
-from tapelint.settings import Settings
+from tapelint.settings import RUNNING, TARGET_VERSIONS, PythonVersion, Settings, parse_target_version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,6 +94,15 @@ UNUSED_SUPPRESSION = "TL901"
 # The walk's built-in skip list: ruff's default `exclude`, which has `build`.
 DEFAULT_SKIPPED_DIRECTORIES = SKIPPED_DIRECTORIES | {"build"}
 _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+# One clause of a PEP 440 specifier set, as `requires-python` writes it
+# (`>=3.12`, `~=3.12.1`, `==3.12.*`, `>=3.13.0rc1`): operator, major, minor.
+_SPECIFIER = re.compile(
+    r"\s*(~=|===|==|!=|<=|>=|<|>)\s*(\d+)(?:\.(\d+))?(?:\.\d+)*(?:\.\*)?"
+    r"(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?\s*"
+)
+# The operators whose version bounds the allowed versions from below
+# (`>3.11` still allows 3.11.1, so its bound is 3.11 too).
+_LOWER_BOUND_OPERATORS = ("~=", "===", "==", ">=", ">")
 
 
 class ConfigError(Exception):
@@ -112,6 +129,16 @@ class Selection:
 
 
 @dataclass(frozen=True)
+class RequiresPython:
+    """The `[project] requires-python` of a pyproject.toml, whose lower bound
+    is the default target version."""
+
+    path: str
+    text: str
+    lower_bound: PythonVersion | None  # None: it sets none that tapelint can read
+
+
+@dataclass(frozen=True)
 class Config:
     """One validated `[tool.tapelint]` table; None means "not set"."""
 
@@ -131,6 +158,16 @@ class Config:
     tracked_functions: tuple[str, ...] = ()
     src: tuple[str, ...] = ()  # absolute directories
     cache_dir: str | None = None  # absolute
+    target_version: PythonVersion | None = None
+    # The project's requires-python: this file's, or, for the defaults, the nearest pyproject.toml's.
+    requires_python: RequiresPython | None = None
+
+    @property
+    def default_target_version(self) -> PythonVersion | None:
+        """The configured `target-version`, else the lower bound of `requires-python`."""
+        if self.target_version is not None:
+            return self.target_version
+        return self.requires_python.lower_bound if self.requires_python is not None else None
 
 
 @dataclass(frozen=True)
@@ -148,6 +185,7 @@ class Overrides:
     respect_gitignore: bool = True
     file_timeout: float | None = None
     file_memory_mb: int | None = None
+    target_version: PythonVersion | None = None
 
 
 # --- selectors --------------------------------------------------------------
@@ -185,8 +223,9 @@ def enabled_codes(layers: tuple[Selection, ...]) -> frozenset[str]:
 # --- reading a table ----------------------------------------------------------
 
 
-def load_table(path: str) -> dict[str, Any] | None:
-    """The `[tool.tapelint]` table of a TOML file, None if it has none."""
+def load_pyproject(path: str) -> tuple[dict[str, Any] | None, RequiresPython | None]:
+    """The `[tool.tapelint]` table of a TOML file (None if it has none) and
+    its `[project] requires-python` (None if it has none)."""
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
@@ -200,11 +239,33 @@ def load_table(path: str) -> dict[str, Any] | None:
     table = tool.get("tapelint") if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.tapelint] must be a table")
-    return table
+    project = document.get("project")
+    requires = project.get("requires-python") if isinstance(project, dict) else None
+    if requires is None:
+        return table, None
+    # The packaging standard's key, not ours: a value tapelint cannot read is ignored, never an error.
+    lower_bound = requires_python_lower_bound(requires) if isinstance(requires, str) else None
+    return table, RequiresPython(path, str(requires), lower_bound)
 
 
-def parse_config(table: dict[str, Any], path: str) -> Config:
-    """Validate a `[tool.tapelint]` table read from `path`."""
+def requires_python_lower_bound(text: str) -> PythonVersion | None:
+    """The oldest minor version a `requires-python` specifier set allows
+    (`>=3.12,<4` and `~=3.12.1`: 3.12; the highest bound when there are
+    several). None when no clause bounds it from below, or a clause is not a
+    PEP 440 specifier (`3.12`, `^3.12`)."""
+    bounds = []
+    for clause in text.split(","):
+        match = _SPECIFIER.fullmatch(clause)
+        if match is None:
+            return None
+        if match[1] in _LOWER_BOUND_OPERATORS:
+            bounds.append(PythonVersion(int(match[2]), int(match[3] or 0)))
+    return max(bounds, default=None)
+
+
+def parse_config(table: dict[str, Any], path: str, requires_python: RequiresPython | None = None) -> Config:
+    """Validate a `[tool.tapelint]` table read from `path` (whose
+    `requires-python` is `requires_python`)."""
     reader = _Reader(path)
     for key in table:
         if key not in _KEYS:
@@ -236,13 +297,15 @@ def parse_config(table: dict[str, Any], path: str) -> Config:
                   for folder in reader.strings("src", get("src", []))),
         cache_dir=None if get("cache-dir") is None else os.path.join(
             os.path.dirname(os.path.abspath(path)), reader.string("cache-dir", get("cache-dir"))),
+        target_version=None if get("target-version") is None else reader.target_version(get("target-version")),
+        requires_python=requires_python,
     )
 
 
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "semantics",
     "unsafe-fixes", "report-unused-suppressions", "output-format", "backward-functions", "tracked-functions",
-    "file-timeout", "file-memory-mb", "src", "cache-dir",
+    "file-timeout", "file-memory-mb", "src", "cache-dir", "target-version",
 )
 
 
@@ -291,6 +354,13 @@ class _Reader:
         if value not in FORMATS:
             raise self.fail("output-format", f"expected one of {', '.join(map(repr, FORMATS))}, got {_show(value)}")
         return str(value)
+
+    def target_version(self, value: Any) -> PythonVersion:
+        version = parse_target_version(value)
+        if version is None:
+            choices = ", ".join(repr(str(v)) for v in TARGET_VERSIONS)
+            raise self.fail("target-version", f"expected one of {choices}, got {_show(value)}")
+        return version
 
     def boolean(self, key: str, value: Any) -> bool | None:
         if value is not None and not isinstance(value, bool):
@@ -352,10 +422,10 @@ class Resolver:
 
     def __post_init__(self) -> None:
         if self.config_file is not None and not self.isolated:
-            table = load_table(self.config_file)
+            table, requires_python = load_pyproject(self.config_file)
             if table is None:
                 raise ConfigError(f"{self.config_file}: no [tool.tapelint] table")
-            self._by_directory[""] = parse_config(table, self.config_file)
+            self._by_directory[""] = parse_config(table, self.config_file, requires_python)
 
     def config_for(self, path: str) -> Config:
         """The configuration that applies to `path` (a file or a directory's entry)."""
@@ -370,12 +440,17 @@ class Resolver:
         if cached is not None:
             return cached
         candidate = _shown(os.path.join(directory, CONFIG_FILE))
-        table = load_table(candidate) if os.path.isfile(candidate) else None
+        found = os.path.isfile(candidate)
+        table, requires_python = load_pyproject(candidate) if found else (None, None)
         if table is not None:
-            config = parse_config(table, candidate)
+            config = parse_config(table, candidate, requires_python)
         else:
             parent = os.path.dirname(directory)
             config = Config() if parent == directory else self._config_of_directory(parent)
+            if found and config.path is None:
+                # No configuration applies: this nearest pyproject.toml is the
+                # project's, and its requires-python the target (ruff's fallback).
+                config = Config(requires_python=requires_python)
         self._by_directory[directory] = config
         return config
 
@@ -413,6 +488,7 @@ class Resolver:
             file_memory_mb=_first(cli.file_memory_mb, config.file_memory_mb) or Settings.file_memory_mb,
             src=config.src,
             project_root=config.root,
+            target_version=_first(cli.target_version, config.default_target_version) or RUNNING,
         )
 
     def excluder(self, named: tuple[str, ...] = ()) -> ConfigExcluder:

@@ -11,15 +11,27 @@ seeing the text. This also keeps libcst's parser, whose time grows faster
 than quadratically with expression nesting (measured: a 2,000-term sum takes
 12 s, 4,000 terms over a minute), away from every file that nests deeper
 than `python prog.py` itself accepts.
+
+One exception: when the settings' target version is newer than the running
+Python, a text that CPython's *parser* refuses may be valid on the target
+(`def f[T]()` on 3.11 for 3.12), so libcst's parse decides instead: what it
+parses is linted, what it refuses is TL900 with libcst's error. libcst has
+one grammar, its newest (`PartialParserConfig.python_version` does not reach
+its native parser), so it judges "valid on some Python libcst knows", not on
+the target exactly. What no newer Python accepts stays CPython's verdict:
+the compiler's checks after a successful parse (`'return' outside
+function`), its tokenizer's nesting limits and NUL bytes, and nesting too
+deep for it.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -34,7 +46,7 @@ from tapelint.precheck import may_hold_hazard
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import ReportContext
 from tapelint.rules.tl900_parse_error import ParseError
-from tapelint.settings import Settings
+from tapelint.settings import RUNNING, PythonVersion, Settings
 
 # The start of the error for a file that hit the recursion limit.
 TOO_DEEP = "too deeply nested"
@@ -45,6 +57,15 @@ _PYTHON_RECURSION_LIMIT = 1000
 # whole process when an allocation fails, so text it cannot hold in the
 # memory budget is refused before it is parsed.
 PARSER_BYTES_PER_CHARACTER = 600
+# What CPython's tokenizer refuses whatever the grammar, and reports as a
+# SyntaxError (after an earlier syntax error too: it tokenizes the rest of
+# the file), as every newer Python does: its nesting limits, which libcst's
+# parser would overflow on, and NUL bytes, which libcst accepts in a string.
+_REFUSED_BY_EVERY_PYTHON = (
+    "too many nested parentheses",
+    "too many levels of indentation",
+    "source code string cannot contain null bytes",
+)
 
 
 def lint_source(source: str, path: str, settings: Settings, precheck: bool = True) -> FileResult:
@@ -53,26 +74,33 @@ def lint_source(source: str, path: str, settings: Settings, precheck: bool = Tru
     # A BOM is encoding, not text: files read from disk lose it in decoding,
     # text handed in directly (library callers, editors) loses it here.
     source = source.removeprefix("\ufeff")
-    refused = _python_refusal(source, path, settings)
-    if refused is not None:
-        return FileResult(path, diagnostics=refused)
-    if precheck and not may_hold_hazard(source, settings, path):
+    refusal = _python_refusal(source, path, settings.target_version)
+    if refusal is not None and not refusal.for_libcst:
+        return FileResult(path, diagnostics=_reported(refusal.diagnostic, settings))
+    # A text CPython refused is libcst's to judge: neither the pre-check nor
+    # the thin parse may pass over its syntax errors.
+    judged_by_libcst = refusal is not None
+    if precheck and not judged_by_libcst and not may_hold_hazard(source, settings, path):
         return FileResult(path, skipped=True)
     if len(source) * PARSER_BYTES_PER_CHARACTER > settings.file_memory_mb * 2**20:
         limit = settings.file_memory_mb * 2**20 // PARSER_BYTES_PER_CHARACTER // 1024
         return FileResult(path, errors=(FileError(
             path, f"too large to check within the per-file memory budget ({settings.file_memory_mb} MB, about"
             f" {limit} KB of source; config `file-memory-mb`, flag `--file-memory-mb`)"),))
-    if _thin_finds_nothing(source, path, settings):
+    if not judged_by_libcst and _thin_finds_nothing(source, path, settings):
         return FileResult(path)
     try:
         module = PARSED.tree(path, source)  # shared with this process's importers of `path`
     except cst.ParserSyntaxError as exc:
-        if not settings.enabled(ParseError.code):
-            return FileResult(path)
-        return FileResult(path, diagnostics=(ParseError.from_syntax_error(exc, path),))
+        if judged_by_libcst:
+            diagnostic = ParseError.from_newer_syntax_error(exc, path, settings.target_version, RUNNING)
+        else:
+            diagnostic = ParseError.from_syntax_error(exc, path)
+        return FileResult(path, diagnostics=_reported(diagnostic, settings))
     except RecursionError:
         return FileResult(path, errors=(FileError(path, f"{TOO_DEEP} for the parser"),))
+    if precheck and judged_by_libcst and not may_hold_hazard(source, settings, path):
+        return FileResult(path, skipped=True)
     try:
         diagnostics = _check(module, source, path, settings)
     except RecursionError:
@@ -97,24 +125,53 @@ def _thin_finds_nothing(source: str, path: str, settings: Settings) -> bool:
         return False
 
 
-def _python_refusal(source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...] | None:
-    """TL900 (or nothing, when TL900 is off) if CPython refuses to compile
-    `source`; None when it compiles."""
+@dataclass(frozen=True)
+class _Refusal:
+    """CPython refuses the text: TL900 as it says, unless `for_libcst` (its
+    parser refused the text of a file written for a newer Python)."""
+
+    diagnostic: Diagnostic
+    for_libcst: bool = False
+
+
+def _python_refusal(source: str, path: str, target: PythonVersion) -> _Refusal | None:
+    """CPython's refusal to compile `source`; None when it compiles."""
     try:
         with warnings.catch_warnings(), _python_recursion_limit():
             warnings.simplefilter("ignore")  # invalid escapes etc. are not ours to print
             compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
         diagnostic = ParseError.from_python_error(exc, source.splitlines(keepends=True), path)
+        return _Refusal(diagnostic, for_libcst=target > RUNNING and _newer_python_may_parse(source, exc))
     except RecursionError:
-        diagnostic = ParseError.refused("too deeply nested for CPython's compiler", path)
+        return _Refusal(ParseError.refused("too deeply nested for CPython's compiler", path))
     except MemoryError:
         # CPython's parser reports a full parser stack as MemoryError.
-        diagnostic = ParseError.refused("too deeply nested (or too large) for CPython's parser", path)
+        return _Refusal(ParseError.refused("too deeply nested (or too large) for CPython's parser", path))
     except ValueError:
         return None  # NUL bytes: reading the file reports these
-    else:
-        return None
+    return None
+
+
+def _newer_python_may_parse(source: str, error: SyntaxError) -> bool:
+    """Is `error` CPython's parser refusing `source` for its grammar, which a
+    newer Python's may accept? Not when the parse succeeds (the compiler's
+    checks refused it) or its tokenizer's (a nesting limit, a NUL byte)."""
+    if str(error.msg).startswith(_REFUSED_BY_EVERY_PYTHON):
+        return False
+    try:
+        with warnings.catch_warnings(), _python_recursion_limit():
+            warnings.simplefilter("ignore")
+            compile(source, "<tapelint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError:
+        return True
+    except (RecursionError, MemoryError, ValueError):
+        return False
+    return False
+
+
+def _reported(diagnostic: Diagnostic, settings: Settings) -> tuple[Diagnostic, ...]:
+    """The TL900 `diagnostic`, or nothing when TL900 is off."""
     return (diagnostic,) if settings.enabled(ParseError.code) else ()
 
 

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from tapelint.config import Overrides, Resolver, Selection, Selector, parse_selector
 from tapelint.diagnostics import Semantics
+from tapelint.settings import TARGET_VERSIONS, PythonVersion, parse_target_version
 
 FORMAT_VARIABLE = "TAPELINT_OUTPUT_FORMAT"
 COLOR_CHOICES = ("auto", "always", "never")
@@ -70,6 +71,10 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
                         help="CPU seconds one file may take (default: 120; config: file-timeout)")
     parser.add_argument("--file-memory-mb", type=positive_int, default=None, metavar="MB",
                         help="memory one file may take (default: 4096; config: file-memory-mb)")
+    parser.add_argument("--target-version", metavar="VERSION", default=None,
+                        help=f"the Python the code is written for, {TARGET_VERSIONS[0]} to {TARGET_VERSIONS[-1]}: "
+                             "syntax newer than the running Python is then judged by libcst's parser (default: the "
+                             "lower bound of requires-python, else the running Python; config: target-version)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and errors only, no summary")
 
 
@@ -91,8 +96,18 @@ def resolver_from_args(args: argparse.Namespace) -> Resolver:
         respect_gitignore=args.respect_gitignore,
         file_timeout=getattr(args, "file_timeout", None),
         file_memory_mb=getattr(args, "file_memory_mb", None),
+        target_version=_target_version(getattr(args, "target_version", None)),
     )
     return Resolver(overrides, config_file=args.config, isolated=args.isolated)
+
+
+def _target_version(text: str | None) -> PythonVersion | None:
+    if text is None:
+        return None
+    version = parse_target_version(text)
+    if version is None:
+        raise UsageError(f"--target-version {text!r}: expected one of {', '.join(map(str, TARGET_VERSIONS))}")
+    return version
 
 
 def output_format(args: argparse.Namespace, resolver: Resolver, choices: tuple[str, ...]) -> str:

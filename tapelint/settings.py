@@ -3,9 +3,38 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from tapelint.diagnostics import Semantics
+
+
+@dataclass(frozen=True, order=True)
+class PythonVersion:
+    """A Python minor version, written as ruff writes it (`py312`)."""
+
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"py{self.major}{self.minor}"
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+# The Python tapelint runs on: its `compile()` judges the syntax of every file
+# whose target version is not newer.
+RUNNING = PythonVersion(*sys.version_info[:2])
+# The values `target-version` accepts: ruff's names, each a grammar libcst
+# knows (`tests/test_target_version.py` checks them against libcst's list).
+TARGET_VERSIONS = tuple(PythonVersion(3, minor) for minor in range(8, 15))
+
+
+def parse_target_version(text: object) -> PythonVersion | None:
+    """The `target-version` value `text` names (`"py312"`); None if it names none."""
+    return next((version for version in TARGET_VERSIONS if str(version) == text), None)
 
 
 @dataclass(frozen=True)
@@ -32,6 +61,11 @@ class Settings:
     # (config `src`, absolute), and the project root ("" = the current directory).
     src: tuple[str, ...] = ()
     project_root: str = ""
+    # The Python the code is written for (config `target-version`, else the
+    # lower bound of `requires-python`, else the running one): when it is
+    # newer than the running Python, libcst's parser, not `compile()`, judges
+    # the syntax the running Python refuses (`tapelint.lint`).
+    target_version: PythonVersion = RUNNING
 
     def enabled(self, code: str) -> bool:
         if code in self.ignore:

@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 
 from tapelint.cache import run_cache_directory
-from tapelint.config import ConfigExcluder, Resolver
+from tapelint.config import Config, ConfigExcluder, Resolver
+from tapelint.settings import RUNNING, PythonVersion
 
 
 def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcluder, output_format: str,
@@ -23,6 +24,7 @@ def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcl
         ("file", path),
         ("configuration", source),
         ("semantics", settings.semantics.value),
+        ("target-version", _target_version(settings.target_version, config, resolver)),
         ("enabled rules", ", ".join(sorted(c for c in settings.select or () if settings.enabled(c)))),
         ("ignored here (per-file)", ", ".join(sorted(settings.ignore)) or "-"),
         ("exclude", _globs(config.exclude) if config.exclude is not None else "the built-in list"),
@@ -39,6 +41,27 @@ def show_settings(paths: Sequence[str], resolver: Resolver, excluder: ConfigExcl
     ]
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name.ljust(width)}  {value}\n" for name, value in rows)
+
+
+def _target_version(version: PythonVersion, config: Config, resolver: Resolver) -> str:
+    """The version, where it came from, and who judges syntax because of it."""
+    requires = config.requires_python
+    if resolver.overrides.target_version is not None:
+        origin = "--target-version"
+    elif config.target_version is not None:
+        origin = f"target-version in {config.path}"
+    elif requires is not None and requires.lower_bound is not None:
+        origin = f"requires-python {requires.text!r} in {requires.path}"
+    elif requires is not None:
+        origin = f"the running Python; requires-python {requires.text!r} in {requires.path} gives no lower bound"
+    else:
+        origin = "the running Python"
+    running = f"this Python {RUNNING.dotted}"
+    if version > RUNNING:
+        judge = f"newer than {running}: libcst's parser judges the syntax it refuses"
+    else:
+        judge = f"{running} judges syntax"
+    return f"{version} ({origin}; {judge})"
 
 
 def _globs(values: Sequence[str]) -> str:

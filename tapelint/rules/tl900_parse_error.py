@@ -11,6 +11,7 @@ import libcst as cst
 
 from tapelint.diagnostics import Diagnostic, Range, Semantics, Severity
 from tapelint.rules.base import Rule
+from tapelint.settings import PythonVersion
 
 # libcst's native parser reports `raw_line`/`raw_column` as the start of the
 # statement (column always 0, tokenizer errors always at line 1); the real
@@ -30,6 +31,14 @@ class ParseError(Rule):
     """
     ## What it does
     Reports a file that is not valid Python, at the position the parser gave up.
+
+    The Python tapelint runs on judges, with its `compile()`: syntax errors,
+    compile-time errors (`'return' outside function`) and nesting too deep
+    for it. When the file is written for a newer Python (`target-version`,
+    else the lower bound of `requires-python`), what the running Python's
+    parser refuses for its grammar is judged by libcst's parser instead,
+    which knows the newer syntax (`def f[T]()` on 3.11 for 3.12): a file it
+    parses is checked, one it refuses is reported with its error.
 
     ## Why is this bad
     A file that cannot be parsed cannot be checked: any hazard in it goes
@@ -52,6 +61,16 @@ class ParseError(Rule):
         located = _from_libcst(exc, lines)
         prefix = "syntax not supported by libcst (Python accepts it)" if verdict is _ACCEPTED else "syntax error"
         return _diagnostic(located, f"{prefix}: {located.message}", path)
+
+    @staticmethod
+    def from_newer_syntax_error(exc: cst.ParserSyntaxError, path: str, target: PythonVersion,
+                                running: PythonVersion) -> Diagnostic:
+        """TL900 for a libcst failure on a text the `running` Python refused
+        and `target` may accept: libcst's own position and message (the
+        running Python's would be about syntax that is valid on the target)."""
+        located = _from_libcst(exc, list(exc._lines))
+        return _diagnostic(located, f"syntax error: {located.message} (libcst's parser: target-version {target}"
+                                    f" is newer than the running Python {running.dotted})", path)
 
     @staticmethod
     def from_python_error(exc: SyntaxError, lines: Sequence[str], path: str) -> Diagnostic:
