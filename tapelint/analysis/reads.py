@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Optional
@@ -64,8 +65,11 @@ def _note(path: str, state: str) -> None:
     facts[path] = state
 
 
-# path -> its state, inside `one_view()`
-_view: Optional[dict[str, str]] = None
+class _View(threading.local):
+    states: Optional[dict[str, str]] = None  # path -> its state, inside `one_view()`
+
+
+_view = _View()
 
 
 @contextmanager
@@ -73,22 +77,25 @@ def one_view() -> Iterator[None]:
     """Inside, `path_state` stats each path once: one module's analysis asks
     the same questions of the same folders at every lookup through a package
     (`Program.definition`: 150,000 stats on detectron2). Its answers are one
-    view of the disk; a later analysis (an editor's next keystroke) looks again."""
-    global _view
-    outer, _view = _view, ({} if _view is None else _view)
+    view of the disk; a later analysis (an editor's next keystroke) looks
+    again. Per thread: a thread's view is its own analysis's."""
+    outer = _view.states
+    if outer is None:
+        _view.states = {}
     try:
         yield
     finally:
-        _view = outer
+        _view.states = outer
 
 
 def path_state(path: str) -> str:
     """`FILE`, `DIRECTORY` or `MISSING` (what `os.path.isfile/isdir` would
     say), noted as a fact the current lint relies on."""
-    if _view is None:
+    states = _view.states
+    if states is None:
         state = _stat_state(path)
     else:
-        state = _view.get(path) or _view.setdefault(path, _stat_state(path))
+        state = states.get(path) or states.setdefault(path, _stat_state(path))
     _note(path, state)
     return state
 
