@@ -37,6 +37,7 @@ from tapelint.analysis.model import (
     StepEvent,
     Tracked,
 )
+from tapelint.analysis.overrides import unchanged_inherited
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
@@ -171,9 +172,10 @@ class ModuleAnalysis:
         steps: list[cst.FunctionDef] = []
         extra: dict[str, Vals] = {}
         hooks = protocols.step_hooks(self.program, info)
+        unchanged = unchanged_inherited(self.program, info)
         for name, fn in info.methods.items():
-            if name == "__init__":
-                continue
+            if name == "__init__" or fn in unchanged:
+                continue  # (an inherited method this class cannot change: its own module's analysis)
             before = len(self.store.events)
             leaves = self._analyze_function(fn, owner=info, initial=info.state, collect_self=True)
             if len(self.store.events) > before or name in hooks:
