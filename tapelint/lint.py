@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from tapelint.analysis.driver import analyze_module
+from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.project import CACHE as PARSED
 from tapelint.analysis.thin import thin_source
@@ -186,10 +187,11 @@ def _python_recursion_limit() -> Iterator[None]:
 
 
 def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:
-    located = analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
+    names = ModuleNames(module)  # one index of the module for placing hazards and building fixes
+    located = analyze_module(module, settings, lines=source.count("\n") + 1, path=path, names=names)
     if not located:
         return ()
-    positions: Positions = {module: StatementPositions(module, source)}
+    positions: Positions = {module: StatementPositions(module, source, names)}
 
     def range_of(node: cst.CSTNode) -> Range:
         # Positions cost a code generation pass, so they are computed only
@@ -199,7 +201,7 @@ def _check(module: cst.Module, source: str, path: str, settings: Settings) -> tu
             code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
         )
 
-    ctx = ReportContext(path=path, module=module, range_of=range_of, text=source)
+    ctx = ReportContext(path=path, module=module, range_of=range_of, names=names, text=source)
     found: dict[tuple, Diagnostic] = {}
     for rule_class in ALL_RULES:
         if not settings.enabled(rule_class.code):

@@ -22,7 +22,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from tapelint.analysis.children import children_of
+from tapelint.analysis.names import ModuleNames
 
 # A line ends after "\n", or after "\r" not followed by "\n": libcst's own
 # line breaks when it places nodes (`position_provider.NEWLINE_RE`).
@@ -40,13 +40,13 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
     """The positions of `module`'s nodes (parsed from `source`), each
     top-level statement's computed when one of its nodes is first asked for."""
 
-    def __init__(self, module: cst.Module, source: str) -> None:
+    def __init__(self, module: cst.Module, source: str, names: ModuleNames) -> None:
         self.module = module
         self.source = source
+        self.names = names  # the module's parent links, shared with the analysis and the fixes
         self.known: dict[cst.CSTNode, CodeRange] = {}
         self.whole: Optional[Mapping[cst.CSTNode, CodeRange]] = None
-        self.statement_of: dict[int, int] = {}  # id(node) -> index of its top-level statement
-        self.walked = 0  # top-level statements indexed into `statement_of` so far
+        self._indices: Optional[dict[cst.CSTNode, int]] = None  # top-level statement -> its index
         self._first_lines: Optional[list[int]] = None
         self._lines: Optional[list[str]] = None
 
@@ -73,17 +73,15 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
         return self.whole
 
     def _statement_holding(self, node: cst.CSTNode) -> Optional[int]:
-        """The index of the top-level statement `node` is in, indexing the
-        statements' nodes only as far as needed."""
-        body = self.module.body
-        while id(node) not in self.statement_of and self.walked < len(body):
-            stack: list[cst.CSTNode] = [body[self.walked]]
-            while stack:
-                current = stack.pop()
-                self.statement_of[id(current)] = self.walked
-                stack.extend(children_of(current))
-            self.walked += 1
-        return self.statement_of.get(id(node))
+        """The index of the top-level statement `node` is in (None: in none)."""
+        top, parent = node, self.names.parent(node)
+        while parent is not None and parent is not self.module:
+            top, parent = parent, self.names.parent(parent)
+        if parent is None:
+            return None
+        if self._indices is None:
+            self._indices = {statement: index for index, statement in enumerate(self.module.body)}
+        return self._indices.get(top)
 
     def _place(self, index: int) -> bool:
         """Compute the positions of statement `index`'s nodes; False when its

@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 from test_children import _nodes, _sources
 
+from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.parsing import parse_module
 from tapelint.positions import StatementPositions
 
@@ -28,7 +29,7 @@ AWKWARD = [
 def _compare(source: str) -> StatementPositions:
     module = parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    lazy = StatementPositions(module, source)
+    lazy = StatementPositions(module, source, ModuleNames(module))
     for node in _nodes(module):
         if node in expected:
             assert lazy[node] == expected[node], (type(node).__name__, source[:80])
@@ -43,7 +44,7 @@ def test_every_node_is_where_libcst_places_it() -> None:
 def test_a_node_needs_only_its_own_statement_placed() -> None:
     source = "x = 1\n\n\ndef f():\n    return x\n\n\ny = f()\n"
     module = parse_module(source)
-    lazy = StatementPositions(module, source)
+    lazy = StatementPositions(module, source, ModuleNames(module))
     call = module.body[2].body[0].value
     assert (lazy[call].start.line, lazy[call].start.column) == (8, 4)
     assert lazy.whole is None  # the module was never generated as a whole
@@ -56,7 +57,8 @@ def test_a_statement_the_parsers_place_differently_falls_back_to_the_whole_modul
 
 
 def test_a_node_of_another_tree_is_not_found() -> None:
-    lazy = StatementPositions(parse_module("x = 1\n"), "x = 1\n")
+    module = parse_module("x = 1\n")
+    lazy = StatementPositions(module, "x = 1\n", ModuleNames(module))
     try:
         lazy[cst.Name("x")]
     except KeyError:

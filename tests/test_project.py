@@ -411,3 +411,25 @@ def test_a_cached_module_builds_its_import_map_once(tmp_path):
     (tmp_path / "models.py").write_text(MODEL.replace("import torch.nn as nn", "import torch.nn as tnn"))
     changed = cache.module(path)
     assert changed is not None and cache.import_map(path, changed).resolve("tnn.Linear") == "torch.nn.Linear"
+
+
+def test_one_index_of_the_linted_module_serves_placing_positions_and_fixes(tmp_path, monkeypatch):
+    """Placing a hazard found through another module, positioning its nodes
+    and building its fixes each walked the module's whole tree (and the fixes
+    once more per finding placed with origins): now one walk of parent links
+    serves them all."""
+    from tapelint.analysis import children, names, syntax
+
+    whole_walks: list[cst.CSTNode] = []
+
+    def counted(node: cst.CSTNode) -> tuple:
+        if type(node) is cst.Module:
+            whole_walks.append(node)
+        return children.children_of(node)
+
+    for module in (names, syntax):
+        monkeypatch.setattr(module, "children_of", counted)
+    write(tmp_path, {"models.py": MODEL, "train.py": HOISTED.format(imports="import models", make="models.Net()")})
+    result = lint_source((tmp_path / "train.py").read_text(), str(tmp_path / "train.py"), Settings())
+    assert [d.code for d in result.diagnostics] == ["TL001"] and result.diagnostics[0].fixes
+    assert len([module for module in whole_walks if "models.Net()" in module.code]) == 1

@@ -20,6 +20,7 @@ import libcst as cst
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import AccumulationHazard, Hazard, HazardKind
 from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
+from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.program import Program
 from tapelint.analysis.syntax import walk_nodes
 from tapelint.diagnostics import Role
@@ -51,22 +52,24 @@ class Located:
     origins: tuple[Origin, ...] = ()
 
 
-def relocate(hazards: Sequence[Hazard], root: Program, contexts: Iterable[tuple[cst.CSTNode, tuple]]) -> list[Located]:
-    """Place each hazard in the module of `root`; `contexts` pairs each
-    created node's site and each backward's call with the chain of calls it
-    ran under. A hazard that no call of this module leads to is left to
-    the module it is in."""
+def relocate(hazards: Sequence[Hazard], root: Program, contexts: Iterable[tuple[cst.CSTNode, tuple]],
+             names: ModuleNames) -> list[Located]:
+    """Place each hazard in the module of `root` (`names` indexes it);
+    `contexts` pairs each created node's site and each backward's call with
+    the chain of calls it ran under. A hazard that no call of this module
+    leads to is left to the module it is in."""
     project = root.project
     if project is None or not any(p is not None and p is not root for p in project.loaded.values()):
         return [Located(h) for h in hazards]  # no other module took part
-    placer = _Placer(root, contexts)
+    placer = _Placer(root, contexts, names)
     placed = (placer.place(h) for h in hazards)
     return [p for p in placed if p is not None]
 
 
 class _Placer:
-    def __init__(self, root: Program, contexts: Iterable[tuple[cst.CSTNode, tuple]]) -> None:
+    def __init__(self, root: Program, contexts: Iterable[tuple[cst.CSTNode, tuple]], names: ModuleNames) -> None:
         self.root = root
+        self.root_names = names
         self.chains: dict[cst.CSTNode, list[tuple]] = {}
         self.entries: dict[cst.FunctionDef, Optional[cst.Call]] = {}  # another module's function -> our call into it
         for site, chain in contexts:
@@ -77,7 +80,6 @@ class _Placer:
         self.members: dict[cst.FunctionDef, set[int]] = {}
         self.names: dict[cst.FunctionDef, set[str]] = {}
         self.events: dict[int, Event] = {}
-        self.own: Optional[set[int]] = None  # ids of the root module's nodes, when asked
 
     def _crossings(self, chain: tuple) -> Iterable[tuple[Optional[cst.Call], cst.FunctionDef]]:
         """Each function of another module in `chain`, with the last call of
@@ -175,9 +177,7 @@ class _Placer:
         return isinstance(hazard, AccumulationHazard) and self._foreign(hazard.accumulator) is not None
 
     def _in_root(self, node: cst.CSTNode) -> bool:
-        if self.own is None:
-            self.own = {id(n) for n in walk_nodes(self.root.module)}
-        return id(node) in self.own
+        return node is self.root.module or self.root_names.parent(node) is not None
 
     def _named_in(self, value: str, fn: cst.FunctionDef) -> bool:
         names = self.names.get(fn)

@@ -37,6 +37,7 @@ from tapelint.analysis.model import (
     StepEvent,
     Tracked,
 )
+from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.overrides import unchanged_inherited
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.state import EMPTY, State, Vals
@@ -63,16 +64,18 @@ INLINE_BUDGET = 300
 STEP_INLINE_RESERVE = 60
 
 
-def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path: str = "") -> list[Located]:
+def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path: str = "",
+                   names: Optional[ModuleNames] = None) -> list[Located]:
     """Every hazard of one module, placed in it (`anchors`); `lines`, its
     length, sizes the work budget; `path`, where it is, resolves its
-    first-party imports (none without it)."""
+    first-party imports (none without it); `names`, the module's index when
+    the caller keeps one (its fixes read it too)."""
     try:
         with reads.one_view():
             analysis = ModuleAnalysis(module, settings, lines, path)
             analysis.run()
         hazards = with_roles(analysis.results(), analysis.steps)
-        found = relocate(hazards, analysis.program, analysis.contexts())
+        found = relocate(hazards, analysis.program, analysis.contexts(), names or ModuleNames(module))
         found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes, module)
         remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
         analysis.store.release()

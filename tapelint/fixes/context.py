@@ -18,6 +18,9 @@ from tapelint.diagnostics import Range, split_lines
 class SourceContext:
     module: cst.Module
     range_of: Callable[[cst.CSTNode], Range]
+    # The module's names (indexed on first use), shared by every copy of the
+    # context made for one file's findings, and by the analysis that placed them.
+    names: ModuleNames = field(kw_only=True)
     # The text `module` was parsed from, when the caller has it: the same as
     # `module.code`, which costs a code generation pass over the whole tree.
     text: Optional[str] = field(default=None, kw_only=True)
@@ -30,10 +33,6 @@ class SourceContext:
 
     # Built once per file and only when a fix needs them; they die with the
     # context, so no syntax tree outlives its file.
-    @cached_property
-    def names(self) -> ModuleNames:
-        return ModuleNames(self.module)
-
     @cached_property
     def assigned(self) -> dict[str, list[cst.BaseExpression]]:
         """What each name (or `self.` attribute, by its last name) is assigned,
