@@ -2,7 +2,8 @@
 their results instead of linting them again.
 
 One entry per checked file, named by what the result depends on besides
-the file's content — tapelint's version and code, the file's settings, its
+the file's content — tapelint's version and code, the Python and libcst
+that judged and parsed it, the file's settings, its
 path (as given, and the working directory it is relative to) — and holding
 the content digest it was computed from, the file-system facts its lint
 relied on (`analysis.reads`: each first-party module it read, with its
@@ -39,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -156,10 +158,14 @@ def _hints(kind: type) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
-    """tapelint's version and a digest of its own code: a result computed by
-    other code is never reused, released or not."""
+    """tapelint's version and a digest of its own code, and the versions of
+    the Python whose `compile()` judges syntax (TL900: a cache shared by CI
+    jobs on 3.11 and 3.12 must not share their verdicts) and of libcst,
+    which parses and places every node: a result computed by other code is
+    never reused, released or not."""
     package = os.path.dirname(os.path.abspath(__file__))
-    digest = hashlib.blake2b(f"{__version__}/{_FORMAT}".encode(), digest_size=16)
+    judges = f"{sys.implementation.name} {sys.version}/libcst {_libcst_version()}"
+    digest = hashlib.blake2b(f"{__version__}/{_FORMAT}/{judges}".encode(), digest_size=16)
     for directory, folders, names in os.walk(package):
         folders[:] = sorted(d for d in folders if d != "__pycache__")
         for name in sorted(n for n in names if n.endswith(".py")):
@@ -168,6 +174,14 @@ def fingerprint() -> str:
             with open(path, "rb") as handle:
                 digest.update(reads.content_digest(handle.read()).encode())
     return digest.hexdigest()
+
+
+def _libcst_version() -> str:
+    """From its metadata: importing libcst costs a warm run a tenth of a second."""
+    try:
+        return importlib.metadata.version("libcst")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def settings_key(settings: Settings) -> str:

@@ -209,3 +209,24 @@ def test_where_the_cache_lives() -> None:
     assert cache_directory(None, "/configured", "/root", {"TAPELINT_CACHE_DIR": "env"}) == os.path.abspath("env")
     assert cache_directory(None, "/configured", "/root", {}) == "/configured"
     assert cache_directory(None, None, "/root", {}) == "/root/.tapelint_cache"
+
+
+@pytest.mark.parametrize("changed", ["python", "libcst"])
+def test_results_of_another_python_or_libcst_are_not_reused(monkeypatch, changed):
+    """CPython's `compile()` judges TL900 and libcst parses and places every
+    node: a cache shared by jobs on two Pythons must not share verdicts."""
+    from tapelint import cache
+
+    cache.fingerprint.cache_clear()
+    before = cache.fingerprint()
+    if changed == "python":
+        monkeypatch.setattr(cache.sys, "version", cache.sys.version + " (another build)")
+    else:
+        monkeypatch.setattr(cache.importlib.metadata, "version", lambda name: "0.0.0")
+    cache.fingerprint.cache_clear()
+    try:
+        assert cache.fingerprint() != before
+    finally:
+        monkeypatch.undo()
+        cache.fingerprint.cache_clear()
+    assert cache.fingerprint() == before
