@@ -84,6 +84,9 @@ INHERITED = {"plain", "helper", "hooked", "hook", "escapes", "scaled", "writes",
         ("class Sub(Base):\n    scale = 2.0\n", {"escapes", "scaled"}),
         # an attribute the subclass assigns, which the base reads
         ("class Sub(Base):\n    def fill(self):\n        self.cached = 1\n", {"escapes", "reads_written"}),
+        # ... also when the subclass's method calls its first parameter otherwise
+        ("class Sub(Base):\n    @classmethod\n    def rescale(cls):\n        cls.scale = 2.0\n",
+         {"escapes", "scaled"}),
         # an attribute the base assigns, which the subclass reads
         ("class Sub(Base):\n    def last_seen(self):\n        return self.last\n", {"escapes", "writes"}),
         # its own `__init__` may pass the base other arguments: what the base's assigns differs
@@ -91,7 +94,7 @@ INHERITED = {"plain", "helper", "hooked", "hook", "escapes", "scaled", "writes",
          {"escapes", "scaled"}),
     ],
     ids=["nothing", "override-reached", "override-helper", "class-attribute", "assigns-what-base-reads",
-         "reads-what-base-assigns", "own-init"],
+         "assigns-through-cls", "reads-what-base-assigns", "own-init"],
 )
 def test_what_a_subclass_can_change_is_analysed_again(tmp_path, subclass, changed):
     assert unchanged(tmp_path, subclass) == INHERITED - changed

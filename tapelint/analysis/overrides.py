@@ -53,7 +53,7 @@ def unchanged_inherited(program: Program, info: ClassInfo) -> frozenset[cst.Func
         if used is None:
             return frozenset()
         own_reads |= used
-        touched |= {attr for attr, _ in self_assignments(fn)}
+        touched |= _assigned(fn, used)
     reach = {name: _reached(info, fn) for name, fn in foreign.items()}
     bounded = {name: found for name, found in reach.items() if found is not None}
     kept = {name for name in foreign if name not in bounded or bounded[name][0] & touched
@@ -83,7 +83,7 @@ def _reached(info: ClassInfo, fn: cst.FunctionDef) -> Optional[tuple[frozenset[s
         if names is None:
             return None
         used |= names
-        assigned |= {attr for attr, _ in self_assignments(method)}
+        assigned |= _assigned(method, names)
         pending.extend(info.methods[name] for name in names if name in info.methods)
     return frozenset(used), frozenset(assigned)
 
@@ -107,6 +107,16 @@ def self_uses(fn: cst.FunctionDef) -> Optional[frozenset[str]]:
             as_value += 1
             names.add(node.attr.value)
     return frozenset(names) if total == as_value else None
+
+
+def _assigned(fn: cst.FunctionDef, used: frozenset[str]) -> frozenset[str]:
+    """The attributes `fn` assigns on its first parameter, given `used`, its
+    `self_uses`: `self_assignments` reads `self.` targets only, so a method
+    naming that parameter otherwise (`cls`) counts every attribute it uses."""
+    params = fn.params.params or fn.params.posonly_params
+    if params and params[0].name.value == "self":
+        return frozenset(attr for attr, _ in self_assignments(fn))
+    return used
 
 
 def _class_level_names(node: cst.ClassDef) -> set[str]:
