@@ -113,8 +113,10 @@ def _thin_finds_nothing(source: str, path: str, settings: Settings) -> bool:
     """The analysis of the file's thin text (`analysis.thin`) finds no
     hazard. Anything else (a hazard, a parse or analysis error) is left to
     the lint of the whole text, which reports it from the real text; a file
-    this process parsed whole already is linted whole, at no parse."""
-    if PARSED.holds(path, source):
+    this process parsed whole already is linted whole, at no parse, and so
+    is an edit of one (the editor's next keystroke in a file that had a
+    finding): its parse is the touched statements' (`analysis.reparse`)."""
+    if PARSED.parsed_before(path):
         return False
     thin = thin_source(source, settings)
     if thin is None:

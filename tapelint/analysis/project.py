@@ -38,6 +38,7 @@ import libcst as cst
 from tapelint.analysis import reads
 from tapelint.analysis.imports import ImportMap, dotted_name
 from tapelint.analysis.parsing import parse_module
+from tapelint.analysis.reparse import Layout, reparse
 from tapelint.analysis.syntax import walk_statements
 from tapelint.files import SourceError, decode_source, read_bytes
 
@@ -274,6 +275,7 @@ class _Entry:
     # roots -> its summary and the file-system facts resolving its imports used
     summaries: dict[tuple[str, ...], tuple[ModuleSummary, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
     imports: Optional[ImportMap] = None  # of `module`, once asked: every importer's analysis asks again
+    layout: Optional[Layout] = None  # of `module` in `text`, once an edit of the text is reparsed
 
     @property
     def chars(self) -> int:
@@ -336,6 +338,16 @@ class ModuleCache:
         if self.holds(path, text):
             self.entries.move_to_end(os.path.abspath(path))
             return self.entries[os.path.abspath(path)].module  # type: ignore[return-value]
+        previous = self.entries.get(os.path.abspath(path)) if path else None
+        if previous is not None and previous.module is not None and previous.text is not None:
+            # An edit of a text parsed before (the editor's keystroke): only the
+            # statements it touched are parsed again (`reparse`).
+            layout = previous.layout or Layout.of(previous.module, previous.text)
+            again = reparse(previous.text, previous.module, layout, text) if layout is not None else None
+            if again is not None:
+                module, layout = again
+                self._put(os.path.abspath(path), _Entry(None, text, None, module, layout=layout))
+                return module
         module = parse_module(text)
         if path and len(text) <= MAX_MODULE_CHARS:
             self._put(os.path.abspath(path), _Entry(None, text, None, module))
@@ -346,6 +358,13 @@ class ModuleCache:
         parsed already (`tree` would not parse)."""
         entry = self.entries.get(os.path.abspath(path)) if path else None
         return entry is not None and entry.module is not None and entry.text == text
+
+    def parsed_before(self, path: str) -> bool:
+        """Whether a text of the file at `path` was parsed whole in this
+        process (the text before an edit, in the language server's lint
+        process): `tree` of a new text then parses only what the edit touched."""
+        entry = self.entries.get(os.path.abspath(path)) if path else None
+        return entry is not None and entry.module is not None and entry.text is not None
 
     def summary(self, path: str, module: cst.Module, roots: tuple[str, ...]) -> ModuleSummary:
         """`summarise`, once per cached module and roots; a reuse notes again
