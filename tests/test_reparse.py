@@ -252,3 +252,22 @@ def test_an_edited_document_lints_as_a_fresh_one(path: Path, tmp_path: Path) -> 
     fresh = lint_document(edited, str(target), settings)
     CACHE.entries.clear()
     assert [d.to_json() for d in after_edit.diagnostics] == [d.to_json() for d in fresh.diagnostics]
+
+
+def test_a_tree_laid_out_ahead_is_not_laid_out_again_at_the_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """The language server's lint process lays out the document's tree after
+    replying (a code generation of the module); the next edit reuses it."""
+    cache = ModuleCache()
+    path = str(tmp_path / "train.py")
+    cache.tree(path, BASE)
+    cache.prepare_reparse(path)
+
+    def no_layout(*args: object) -> None:
+        raise AssertionError("laid out again at the edit")
+
+    monkeypatch.setattr(Layout, "of", staticmethod(no_layout))
+    edited = BASE.replace("x + 1", "x + 12")
+    assert cache.tree(path, edited).deep_equals(cst.parse_module(edited))
+    edited_again = edited.replace("x * 2", "x * 3")
+    assert cache.tree(path, edited_again).deep_equals(cst.parse_module(edited_again))

@@ -275,7 +275,8 @@ class _Entry:
     # roots -> its summary and the file-system facts resolving its imports used
     summaries: dict[tuple[str, ...], tuple[ModuleSummary, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
     imports: Optional[ImportMap] = None  # of `module`, once asked: every importer's analysis asks again
-    layout: Optional[Layout] = None  # of `module` in `text`, once an edit of the text is reparsed
+    layout: Optional[Layout] = None  # of `module` in `text` (`reparse`), once `laid_out`
+    laid_out: bool = False
 
     @property
     def chars(self) -> int:
@@ -342,11 +343,12 @@ class ModuleCache:
         if previous is not None and previous.module is not None and previous.text is not None:
             # An edit of a text parsed before (the editor's keystroke): only the
             # statements it touched are parsed again (`reparse`).
-            layout = previous.layout or Layout.of(previous.module, previous.text)
+            self._lay_out(previous)
+            layout = previous.layout
             again = reparse(previous.text, previous.module, layout, text) if layout is not None else None
             if again is not None:
                 module, layout = again
-                self._put(os.path.abspath(path), _Entry(None, text, None, module, layout=layout))
+                self._put(os.path.abspath(path), _Entry(None, text, None, module, layout=layout, laid_out=True))
                 return module
         module = parse_module(text)
         if path and len(text) <= MAX_MODULE_CHARS:
@@ -358,6 +360,21 @@ class ModuleCache:
         parsed already (`tree` would not parse)."""
         entry = self.entries.get(os.path.abspath(path)) if path else None
         return entry is not None and entry.module is not None and entry.text == text
+
+    def prepare_reparse(self, path: str) -> None:
+        """Lay out the tree kept for `path` now (`reparse.Layout`: a code
+        generation of the module, about as costly as its parse), so that
+        the next edit's reparse does not pay for it: the language server's
+        lint process calls this after replying, off the keystroke's path."""
+        entry = self.entries.get(os.path.abspath(path)) if path else None
+        if entry is not None:
+            self._lay_out(entry)
+
+    @staticmethod
+    def _lay_out(entry: _Entry) -> None:
+        if not entry.laid_out and entry.module is not None and entry.text is not None:
+            entry.layout = Layout.of(entry.module, entry.text)
+            entry.laid_out = True
 
     def parsed_before(self, path: str) -> bool:
         """Whether a text of the file at `path` was parsed whole in this

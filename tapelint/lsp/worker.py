@@ -5,7 +5,9 @@ can take the server down.
 
 The child stays warm between edits: its imports are done once, and
 the parse cache of the project's other modules (`tapelint.analysis.project`)
-lives in it, so a keystroke pays only the document's own lint. After each
+lives in it, so a keystroke pays only the document's own lint, and of its
+parse only the statements it touched (`tapelint.analysis.reparse`: the
+document's tree is laid out after each reply). After each
 reply (off the latency path) the heap is settled as between two files of
 `check` (`runner.settle_heap`): otherwise the collector's full passes walk
 every imported module and cached tree during the next lint. Each
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import IO, Optional
 
+from tapelint.analysis.project import CACHE as PARSED
 from tapelint.diagnostics import FileError, FileResult
 from tapelint.notebooks import lint_notebook
 from tapelint.runner import Outcome, _budget, _death, _init_worker, _Task, _with_deep_stack, guarded, settle_heap
@@ -178,6 +181,7 @@ def serve(parent: int, stderr_path: str) -> None:
         except EOFError:
             return
         replies.send(lint_request(request))
+        PARSED.prepare_reparse(request.path)  # (off the keystroke's path: the next edit reparses)
         settle_heap()
 
 
