@@ -13,7 +13,6 @@ libcst's either way (`tests/test_positions.py` compares every node).
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator, Mapping
 from typing import Optional, cast
@@ -23,6 +22,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from tapelint.analysis.names import ModuleNames
+from tapelint.analysis.parsing import python_tree
 
 # A line ends after "\n", or after "\r" not followed by "\n": libcst's own
 # line breaks when it places nodes (`position_provider.NEWLINE_RE`).
@@ -140,7 +140,7 @@ def _first_syntactic_node(statement: cst.BaseStatement) -> cst.CSTNode:
 
 def _first_lines(module: cst.Module, source: str) -> Optional[list[int]]:
     try:
-        tree = ast.parse(source)
+        tree = python_tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: list[int] = []

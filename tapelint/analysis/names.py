@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cached_property
-from typing import Optional
+from typing import Optional, TypeVar
 
 import libcst as cst
 
 from tapelint.analysis.children import children_of
 from tapelint.analysis.syntax import walk_nodes
+
+N = TypeVar("N", bound=cst.CSTNode)
 
 
 class ModuleNames:
@@ -158,12 +160,22 @@ _BINDING_FIELDS: dict[type, str] = {
 def bound_in(node: cst.CSTNode) -> set[str]:
     """Every identifier `node` binds: assignment, loop, `with ... as`, walrus, comprehension targets.
     (A walk of the fields, not a visitor: a loop's body is asked at every pass.)"""
+    return bound_and_found(node, None)[0]
+
+
+def bound_and_found(node: cst.CSTNode, kind: Optional[type[N]]) -> tuple[set[str], list[N]]:
+    """`bound_in(node)`, and the nodes of type `kind` inside `node`, in one
+    walk (a training loop's body can be most of its file)."""
     bound: set[str] = set()
+    found: list[N] = []
     for inner in walk_nodes(node):
+        if type(inner) is kind:
+            found.append(inner)
+            continue
         field = _BINDING_FIELDS.get(type(inner))
         if field is not None:
             bound |= target_names(getattr(inner, field))
-    return bound
+    return bound, found
 
 
 class _AssignmentCollector(cst.CSTVisitor):

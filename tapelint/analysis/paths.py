@@ -26,6 +26,13 @@ from tapelint.analysis.imports import dotted_name
 _FALSY = frozenset(("None", "False", "0", "0.0", "''", '""'))
 
 
+# The first names (`args` of `args.lr`) of every fact's key made in this
+# process: rebinding a name not among them changes no fact, which `State.rebound`
+# (called at every assignment) tells without looking at a path's facts.
+# Only ever grows, so it never says "no fact" wrongly.
+CONDITIONED_ROOTS: set[str] = set()
+
+
 @dataclass(frozen=True)
 class Fact:
     """`key` compared with `literal` (`literal` None: `key`'s truthiness) is `holds`."""
@@ -33,6 +40,9 @@ class Fact:
     key: str
     literal: Optional[str]
     holds: bool
+
+    def __post_init__(self) -> None:
+        CONDITIONED_ROOTS.add(self.key.partition(".")[0])
 
     def negated(self) -> Fact:
         return Fact(self.key, self.literal, not self.holds)

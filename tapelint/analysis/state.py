@@ -33,7 +33,7 @@ from tapelint.analysis.model import (
     Value,
     spread,
 )
-from tapelint.analysis.paths import NO_FACTS, Facts, consistent, fact_roots, mentions
+from tapelint.analysis.paths import CONDITIONED_ROOTS, NO_FACTS, Facts, consistent, fact_roots, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
 EMPTY: Vals = frozenset()
@@ -94,12 +94,15 @@ class State:
         if b.ended:
             return a.copy()
         env = dict(a.env)
+        differ: list[str] = []  # the bindings not the same object on both sides
         for name, vals in b.env.items():
             mine = env.get(name)
             if mine is None:
                 env[name] = vals
+                differ.append(name)
             elif mine is not vals:  # the same binding on both sides (most of them) is kept as it is
                 env[name] = mine | vals
+                differ.append(name)
         released = dict(b.released)
         released.update(a.released)
         retained = dict(b.retained)
@@ -111,7 +114,8 @@ class State:
         joined = State(env, released, retained, kept, a.no_grad and b.no_grad, stale)
         if a.facts or b.facts or a.guards or b.guards:
             joined.facts = a.facts & b.facts
-            joined.guards = _join_guards(a, b, joined)
+            differ.extend(a.env.keys() - b.env.keys())
+            joined.guards = _join_guards(a, b, joined, differ)
         return joined
 
     def same(self, other: State) -> bool:
@@ -157,6 +161,11 @@ class State:
         # (a large file rebinds names hundreds of thousands of times: facts about
         # another name are told apart by the name their key starts with)
         root = key.partition(".")[0]
+        if root not in CONDITIONED_ROOTS:  # no fact anywhere is about it: only its values' guards go
+            if self.guards:
+                for slot in [s for s in self.guards if s[0] == "env" and s[1] == key]:
+                    del self.guards[slot]
+            return
         if self.facts and root in fact_roots(self.facts) and any(mentions(f, key) for f in self.facts):
             self.facts = frozenset(f for f in self.facts if not mentions(f, key))
         if not self.guards:
@@ -172,9 +181,11 @@ class State:
                     del self.guards[slot]
 
 
-def _join_guards(a: State, b: State, joined: State) -> dict[Slot, Facts]:
+def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> dict[Slot, Facts]:
     """A value (or region) both sides have is guarded by what both guards
-    say; one that only one side has, by that side's guard and facts."""
+    say; one that only one side has, by that side's guard and facts.
+    `differ`: the names not bound to the same object on both sides (a name
+    bound to one object on both sides is only looked at when guarded)."""
     guards: dict[Slot, Facts] = {}
 
     def merge(slot: Slot, in_a: bool, in_b: bool) -> None:
@@ -184,13 +195,13 @@ def _join_guards(a: State, b: State, joined: State) -> dict[Slot, Facts]:
             guards[slot] = guard
 
     guarded = {slot[1] for slot in a.guards if slot[0] == "env"} | {slot[1] for slot in b.guards if slot[0] == "env"}
-    for name, vals in joined.env.items():
-        va, vb = a.env.get(name), b.env.get(name)
-        if va is vb and name not in guarded:
+    candidates = guarded.union(differ)
+    for name, vals in joined.env.items():  # (in the bindings' order, which the guards keep)
+        if name not in candidates:
             continue  # the same binding on both sides, unguarded: nothing to say
-        va, vb = va or EMPTY, vb or EMPTY
+        va, vb = a.env.get(name) or EMPTY, b.env.get(name) or EMPTY
         if va == vb and name not in guarded:
-            continue
+            continue  # the same values on both sides, unguarded: nothing to say
         for value in vals:
             merge(("env", name, value), value in va, value in vb)
     for region in _REGIONS:

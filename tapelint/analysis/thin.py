@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from tapelint.analysis.parsing import python_tree
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.precheck import holds_seed
 from tapelint.settings import Settings
@@ -67,7 +68,7 @@ def thin_source(source: str, settings: Settings) -> Optional[str]:
     if not ENABLED or len(source) < MIN_CHARS:
         return None
     try:
-        tree = ast.parse(source)
+        tree = python_tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = [m.group() for m in _LINE.finditer(source)]

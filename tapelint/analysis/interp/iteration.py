@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint.analysis.model import OPAQUE, ListRef, ObjectRef, SelfRef
-from tapelint.analysis.names import bound_in
+from tapelint.analysis.names import bound_and_found
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import per_analysis, walk_nodes
+from tapelint.analysis.syntax import per_analysis
 
 if TYPE_CHECKING:
     from tapelint.analysis.interp.frame import Frame
@@ -126,10 +126,11 @@ def indexed_elements(frame: Frame, loop: cst.For, state: State) -> Vals:
 def _read_by_index(body: cst.BaseSuite, index: str) -> tuple[cst.BaseExpression, ...]:
     """The containers (names, attribute paths) `body` subscripts by `index`
     alone; none when the body rebinds `index`."""
-    if index in bound_in(body):
+    bound, subscripts = bound_and_found(body, cst.Subscript)
+    if index in bound:
         return ()
-    return tuple(node.value for node in walk_nodes(body) if type(node) is cst.Subscript
-                 and type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index))
+    return tuple(node.value for node in subscripts
+                 if type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index))
 
 
 def _loop_index(loop: cst.For, state: State) -> Optional[str]:
