@@ -282,6 +282,21 @@ class _Entry:
     def chars(self) -> int:
         return len(self.text) if self.module is not None and self.text is not None else 0
 
+    def lay_out(self) -> Optional[Layout]:
+        """The layout of its tree (`reparse.Layout`: a code generation of the
+        module, about as costly as its parse), made once."""
+        if not self.laid_out and self.module is not None and self.text is not None:
+            self.layout = Layout.of(self.module, self.text)
+            self.laid_out = True
+        return self.layout
+
+    def reparsed(self, text: str) -> Optional[tuple[cst.Module, Layout]]:
+        """The tree of `text`, an edit of its text, from its tree (`reparse`)."""
+        layout = self.lay_out()
+        if layout is None or self.module is None or self.text is None:
+            return None
+        return reparse(self.text, self.module, layout, text)
+
 
 class ModuleCache:
     """Modules parsed at most once per process while unchanged (an entry is
@@ -339,13 +354,11 @@ class ModuleCache:
         if self.holds(path, text):
             self.entries.move_to_end(os.path.abspath(path))
             return self.entries[os.path.abspath(path)].module  # type: ignore[return-value]
-        previous = self.entries.get(os.path.abspath(path)) if path else None
-        if previous is not None and previous.module is not None and previous.text is not None:
+        previous = self._parsed_text(path)
+        if previous is not None:
             # An edit of a text parsed before (the editor's keystroke): only the
             # statements it touched are parsed again (`reparse`).
-            self._lay_out(previous)
-            layout = previous.layout
-            again = reparse(previous.text, previous.module, layout, text) if layout is not None else None
+            again = previous.reparsed(text)
             if again is not None:
                 module, layout = again
                 self._put(os.path.abspath(path), _Entry(None, text, None, module, layout=layout, laid_out=True))
@@ -362,26 +375,23 @@ class ModuleCache:
         return entry is not None and entry.module is not None and entry.text == text
 
     def prepare_reparse(self, path: str) -> None:
-        """Lay out the tree kept for `path` now (`reparse.Layout`: a code
-        generation of the module, about as costly as its parse), so that
+        """Lay out the tree kept for `path` now (`_Entry.lay_out`), so that
         the next edit's reparse does not pay for it: the language server's
         lint process calls this after replying, off the keystroke's path."""
-        entry = self.entries.get(os.path.abspath(path)) if path else None
+        entry = self._parsed_text(path)
         if entry is not None:
-            self._lay_out(entry)
+            entry.lay_out()
 
-    @staticmethod
-    def _lay_out(entry: _Entry) -> None:
-        if not entry.laid_out and entry.module is not None and entry.text is not None:
-            entry.layout = Layout.of(entry.module, entry.text)
-            entry.laid_out = True
+    def _parsed_text(self, path: str) -> Optional[_Entry]:
+        """The entry of `path` holding a text and its tree, if any."""
+        entry = self.entries.get(os.path.abspath(path)) if path else None
+        return entry if entry is not None and entry.module is not None and entry.text is not None else None
 
     def parsed_before(self, path: str) -> bool:
         """Whether a text of the file at `path` was parsed whole in this
         process (the text before an edit, in the language server's lint
         process): `tree` of a new text then parses only what the edit touched."""
-        entry = self.entries.get(os.path.abspath(path)) if path else None
-        return entry is not None and entry.module is not None and entry.text is not None
+        return self._parsed_text(path) is not None
 
     def summary(self, path: str, module: cst.Module, roots: tuple[str, ...]) -> ModuleSummary:
         """`summarise`, once per cached module and roots; a reuse notes again

@@ -16,7 +16,7 @@ before the edit and after it parse as they did, provided that:
   partitions the text as the old tree did: the span's statements make up
   exactly its text, the next statement owns the same leading lines;
 - the span starts after the first statement (the module's `header` is its
-  own rule) and after the first line break (which sets `default_newline`);
+  own rule), so after the first line break (which sets `default_newline`);
 - the module's `default_indent` (the first indented block's indentation,
   which a block's `indent` is written relative to) stays what it was: the
   span is parsed after a synthetic block of that indentation when an
@@ -84,7 +84,7 @@ def reparse(old_text: str, old: cst.Module, layout: Layout, text: str) -> Option
     body, starts = old.body, layout.starts
     count = len(body)
     first = bisect.bisect_right(starts, prefix, 0, count) - 1
-    if first < 1 or starts[1] <= _first_line_break(old_text):
+    if first < 1:
         return None  # in the header or the first statement: a whole parse decides those
     last = bisect.bisect_right(starts, max(old_end - 1, prefix), 0, count) - 1
     delta = len(text) - len(old_text)
@@ -160,11 +160,6 @@ def _holds_block(node: cst.CSTNode) -> bool:
             continue  # an expression holds no statement
         stack.extend(children_of(current))
     return False
-
-
-def _first_line_break(text: str) -> int:
-    found = [i for i in (text.find("\n"), text.find("\r")) if i >= 0]
-    return min(found) if found else len(text)
 
 
 def _common_prefix(a: str, b: str) -> int:
