@@ -62,6 +62,10 @@ REQUIRES_GRAD_NONLEAF = (
     "you can only change requires_grad flags of leaf variables. If you want to use a computed "
     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
 )
+HOOK_NO_GRAD = "cannot register a hook on a tensor that doesn't require gradient"
+HOOK_NOT_TENSOR = "expected Variable, but hook returned '{type}'"
+HOOK_SIZE = "hook '{name}' has changed the size of value"
+HOOK_NONE = "can't replace a None gradient with a non-None value"
 GRAD_INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
 GRAD_INPUT_UNUSED = (
     "The differentiated Tensor at index {index} appears to not have been used in the graph. "

@@ -533,6 +533,7 @@ def _deepcopy(self: Tensor, memo: dict) -> Tensor:
     new.arr = self.arr.copy()
     new._counter = [0, None]
     new._grad = copy.deepcopy(self._grad, memo)
+    new._hooks = None  # PyTorch copies no hooks
     new._id = Tensor(np.zeros(0))._id
     memo[id(self)] = new
     return new

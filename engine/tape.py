@@ -15,6 +15,7 @@ on the tape, then consumes all of them; after each walk the tape is pruned.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -184,7 +185,7 @@ class Node:
 
     __slots__ = ("id", "op", "inputs", "input_nrs", "needs", "saved", "attrs", "shapes", "dtypes", "line",
                  "lines", "saves_any", "nbytes", "released", "released_line", "out_ref", "out_refs",
-                 "generation", "__weakref__")
+                 "generation", "hooks", "__weakref__")
 
     def __init__(self, nid: int, op: Op, inputs: tuple[Edge, ...], needs: tuple[bool, ...],
                  saved: dict, attrs: dict, shapes: tuple, dts: tuple,
@@ -206,6 +207,7 @@ class Node:
         self.released_line: int | None = None
         self.out_ref: Callable[[], Tensor | None] = _dead
         self.out_refs: tuple = ()  # a node with several outputs (split): one weak reference each
+        self.hooks: dict[int, Hooks] | None = None  # `register_hook` on an output, by output number
         self.generation = STATE.generation
         STATE.live_nodes += 1
         STATE.saved_bytes += self.nbytes
@@ -266,6 +268,29 @@ def node_class(op: Op) -> type:
     return cls
 
 
+Hook = Callable[["Tensor | None"], Any]
+Hooks = dict[int, Hook]  # by handle id, in registration order
+_HANDLE_IDS = itertools.count()
+
+
+class RemovableHandle:
+    """What `register_hook` returns (`torch.utils.hooks.RemovableHandle`)."""
+
+    def __init__(self, hooks: Hooks, hook: Hook) -> None:
+        self.id = next(_HANDLE_IDS)
+        self.hooks_dict = hooks
+        hooks[self.id] = hook
+
+    def remove(self) -> None:
+        self.hooks_dict.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
 class AccumulateGrad:
     """The edge to a leaf: where its gradient accumulates into `.grad`."""
 
@@ -292,6 +317,7 @@ class Tensor:
 
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
     wrapped_number = False  # a Python number wrapped as an operand (`ops.wrapped_number`)
+    _hooks: Hooks | None = None  # a leaf's `register_hook`s (a non-leaf's are on its node)
 
     if TYPE_CHECKING:  # installed at import by `methods.install()`; declared for type checkers
         def __add__(self, other: Any) -> Tensor: ...
@@ -431,6 +457,18 @@ class Tensor:
     @property
     def retains_grad(self) -> bool:
         return self._retains
+
+    def register_hook(self, hook: Hook) -> RemovableHandle:
+        """A non-leaf's hooks go on its node, for its output number (PyTorch's tensor
+        pre-hooks): after an in-place change they still see the gradient of the old value."""
+        if not self.requires_grad:
+            raise RuntimeError(errors.HOOK_NO_GRAD)
+        if self._node is None:
+            hooks = self._hooks = {} if self._hooks is None else self._hooks
+        else:
+            node_hooks = self._node.hooks = {} if self._node.hooks is None else self._node.hooks
+            hooks = node_hooks.setdefault(self._nr, {})
+        return RemovableHandle(hooks, hook)
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
@@ -656,6 +694,11 @@ def _take(acc: dict[Key, Tensor], node: Node, targets: set[Key]) -> Tensor | tup
     return grads if any(g is not None for g in grads) else None
 
 
+def _reached(acc: dict[Key, Tensor], node: Node) -> bool:
+    """Whether a gradient arrived for some output of the node (then it runs)."""
+    return any((id(node), nr) in acc for nr in range(len(node.out_refs) or 1))
+
+
 def _sum_grad(acc: dict[Key, Tensor], key: Key, g: Tensor) -> None:
     prev = acc.get(key)
     acc[key] = g if prev is None else prev + g
@@ -715,18 +758,27 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
     # the nodes an earlier backward freed that this walk reaches: where it re-enters an
     # old graph (a node that saved nothing passes, the first one that saved fails)
     reused = tuple(sorted({n.line for n in nodes if n.released and n.line is not None})) if not strict else ()
+    walk = sorted(nodes, key=lambda n: -n.id)
+    hooked = runnable | {nid for nid, _ in target_keys}  # a target's hooks run before it is captured
+    due = _leaf_hooks_due(walk, runnable, [r for r, _ in seeds], targets is None, target_keys)
     with _Internal(create_graph):
-        for node in sorted(nodes, key=lambda n: -n.id):
+        for leaf in due.pop(-1, ()):
+            _run_hooks(leaf._hooks, acc, _key(leaf))
+        for node in walk:
+            if node.hooks and id(node) in hooked and _reached(acc, node):
+                for nr, hooks in node.hooks.items():
+                    _run_hooks(hooks, acc, (id(node), nr), several=bool(node.out_refs))
             incoming = _take(acc, node, target_keys)
-            if incoming is None or id(node) not in runnable:
-                continue
-            in_grads = _run_node(node, incoming, line, retain, strict, reused)
-            for edge, nr, ig in zip(node.inputs, node.input_nrs, in_grads):
-                if edge is None or ig is None:
-                    continue
-                _sum_grad(acc, (id(edge), nr), ig)
-                if isinstance(edge, Tensor):
-                    leaves[id(edge)] = edge
+            if incoming is not None and id(node) in runnable:
+                in_grads = _run_node(node, incoming, line, retain, strict, reused)
+                for edge, nr, ig in zip(node.inputs, node.input_nrs, in_grads):
+                    if edge is None or ig is None:
+                        continue
+                    _sum_grad(acc, (id(edge), nr), ig)
+                    if isinstance(edge, Tensor):
+                        leaves[id(edge)] = edge
+            for leaf in due.pop(id(node), ()):
+                _run_hooks(leaf._hooks, acc, _key(leaf))
         results: list[Tensor | None] = []
         for i, t in enumerate(targets if targets is not None else leaves.values()):
             g = acc.get(_key(t))
@@ -739,6 +791,47 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
     if strict:
         prune(line)
     return results
+
+
+def _leaf_hooks_due(walk: list[Node], runnable: set[int], roots: list[Tensor], every: bool,
+                    targets: set[Key]) -> dict[int, list[Tensor]]:
+    """The hooked leaves whose gradient this walk delivers (all of them, or the targets),
+    by the id of the last node walked with an edge to them (-1: a root nothing feeds): then
+    their gradient is summed, and PyTorch runs their AccumulateGrad at once."""
+    def wanted(t: Tensor) -> bool:
+        return bool(t._hooks) and (every or _key(t) in targets)
+
+    last: dict[int, tuple[int, Tensor]] = {id(r): (-1, r) for r in roots if r._node is None and wanted(r)}
+    for node in walk:
+        if id(node) in runnable:
+            for e in node.inputs:
+                if isinstance(e, Tensor) and wanted(e):
+                    last[id(e)] = (id(node), e)
+    due: dict[int, list[Tensor]] = {}
+    for at, leaf in last.values():
+        due.setdefault(at, []).append(leaf)
+    return due
+
+
+def _run_hooks(hooks: Hooks | None, acc: dict[Key, Tensor], key: Key, several: bool = False) -> None:
+    """Call the hooks on a summed gradient in registration order; a returned tensor
+    replaces it. An output of a node with several that got no gradient passes None."""
+    g = acc.get(key)
+    if not hooks or g is None and not several:
+        return
+    for hook in list(hooks.values()):  # a hook may remove itself
+        out = hook(g)
+        if out is None:
+            continue
+        if not isinstance(out, Tensor):
+            raise TypeError(errors.HOOK_NOT_TENSOR.format(type=type(out).__name__))
+        if g is None:
+            raise RuntimeError(errors.HOOK_NONE)
+        if out.arr.shape != g.arr.shape:
+            raise RuntimeError(errors.HOOK_SIZE.format(name=getattr(hook, "__name__", "<unknown>")))
+        g = out
+    if g is not None:
+        acc[key] = g
 
 
 def _run_node(node: Node, g: Any, line: int | None, retain: bool,
