@@ -90,6 +90,25 @@ NO_EDIT = {
     "tl001_shared_by_list_elements.py": (
         "`h` is every loss's only way to the network: detached, the backward reaches no trainable leaf; it is "
         "made inside the outer loop already (the fix is backwarding the sum once)", {"detach", "recompute"}),
+    "tl002_helper_backward_retain_flag_default.py": (
+        "both backwards run inside one helper called once per head: combining the losses or detaching `z` for "
+        "one head rewrites the caller's two calls, the user's decision", {"combine", "detach"}),
+    "tl005_cell_state_on_self_across_sequences.py": (
+        "the carried state is remade at every time step of an inner loop whose steps must chain: a detach where "
+        "it is remade would cut them apart; the fix is a reset before each sequence, whose place is the user's "
+        "decision", {"detach"}),
+    "tl007_gan_retain_then_step_content_loss.py": (
+        "retain_graph=True kept the graph: moving the step would leave a walk a strict tape rejects",
+        {"reorder", "recompute", "combine"}),
+    "tl007_helper_step_stales_callers_loss.py": (
+        "the backward and the step run inside one helper called for both updates: reordering them is a rewrite",
+        {"reorder", "recompute", "combine"}),
+    "tl007_optimizer_built_by_class_parameter.py": (
+        "the step is `self.qf_optimizer.step()`, an attribute's: the reorder edit moves only a step of a name "
+        "(what lies between may reach the optimizer through `self`)", {"reorder", "recompute", "combine"}),
+    "tl007_submodules_added_by_name.py": (
+        "the step is `self.dis_optimizer.step()`, an attribute's: the reorder edit moves only a step of a name "
+        "(what lies between may reach the optimizer through `self`)", {"reorder", "recompute", "combine"}),
 }
 EDITED = [c for c in CASES if c[0].name not in NO_EDIT]
 UNEDITED = [c for c in CASES if c[0].name in NO_EDIT]

@@ -104,6 +104,10 @@ class CarriedHazard(ReuseHazard):
     # Where the user acts, when it is not the definition: a carried value
     # created inside a function the loop calls is reported at that call.
     anchor: Optional[cst.CSTNode]
+    # The carried value is remade in a loop nested in `loop` too (a spiking
+    # neuron's membrane over the time steps of one batch): within that loop
+    # its history is meant to flow, so a detach at each remaking is no fix.
+    remade_in_inner_loop: bool = False
     # Set by `analysis.fix_facts` once the module is interpreted: for each
     # binding of `value` in the module, (bound expression, position unpacked
     # or None, the shape of what it binds): what the detach fix shapes itself after.

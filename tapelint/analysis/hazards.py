@@ -136,7 +136,7 @@ class HazardLog:
         first = frozenset(self.store.first_iterations)
         where = Iterations(first.intersection(event.loops), frozenset(event.loops) - first)
         graph = dict(walk(roots, where))  # what the walk runs, in walk order
-        stale = stale_walks(graph, state, self.store)
+        stale = stale_walks(graph, roots, state, self.store)
         if stale:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}
@@ -146,11 +146,12 @@ class HazardLog:
         for reuse in sorted(find_reuse(roots, graph, state.released), key=lambda r: r.frontier[1] is not None):
             self._record_reuse(event, roots, reuse, state)
         self._check_retained(event, graph, state)
+        kept_stale = any(key in state.kept for key in stale_keys)
         for reuse in find_reuse(roots, graph, state.kept):
-            if stale_keys.intersection(reuse.group):
-                continue  # a step changed what the kept graph saved: TL007 says why it fails, under both
-            if not any(isinstance(h, RetainHazard) and h.first_backward is reuse.first
-                       for h in self.hazards.values()):
+            if kept_stale or stale_keys.intersection(reuse.group):
+                continue  # a step changed what the kept graph saved: TL007 says why this backward fails, under both
+            if not any(isinstance(h, RetainHazard) and h.first_backward.call is reuse.first.call
+                       for h in self.hazards.values()):  # (the call: a step method runs twice, its events apart)
                 self._record_reuse(event, roots, reuse, state, strict_only=True)
         if event.retains is Retains.NO:
             for key in graph:
@@ -217,7 +218,8 @@ class HazardLog:
         if kind is HazardKind.CARRIED:
             assert loop is not None
             hazard = CarriedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
-                                   (), loop=loop, anchor=_call_in(event.context, node.context))
+                                   (), loop=loop, anchor=_call_in(event.context, node.context),
+                                   remade_in_inner_loop=node.loops[-1] is not loop)
         elif kind is HazardKind.HOISTED:
             assert loop is not None
             hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,

@@ -86,6 +86,10 @@ class AbstractNode:
     # whether it is a full reduction or a reducing loss call (one element).
     made_by: frozenset = frozenset()
     reduces_all: bool = False
+    # One element of what an unknown call returned (`loss, n, log = crit(m, x)`):
+    # it shares the call's graph, but whether it holds one is its own — a
+    # backward of `loss` proves nothing of `log` (`NodeStore.is_tracked`).
+    unpacked: bool = False
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"
@@ -130,6 +134,10 @@ class ModuleRef:
     # Where it is constructed: which parameters an optimizer updates and
     # which a graph saved are told apart by it (TL007).
     site: Optional[cst.CSTNode] = field(default=None, repr=False)
+    # An instance of a user class: where what its methods (and its users)
+    # store on it after `__init__` lives (`self.hidden` that one `forward`
+    # leaves and the next reads), as an object's attributes do.
+    instance: Optional[ObjectRef] = field(default=None, repr=False)
 
     @property
     def owner(self) -> Optional[cst.CSTNode]:
@@ -223,7 +231,8 @@ class ModuleFactory:
 @dataclass(eq=False)
 class ObjectRef:
     """An instance of a project class that is not an `nn.Module` (a rollout
-    buffer, an agent, a trainer), one per allocation site and placement. Its
+    buffer, an agent, a trainer; a user module's is its `ModuleRef.instance`),
+    one per allocation site and placement. Its
     attributes live in the state under `ObjectRef.prefix`, like a container's
     elements, so what one method call stores on it the next call reads, and
     every alias sees it."""
@@ -259,8 +268,17 @@ class SelfRef:
 
 SELF = SelfRef()
 
+@dataclass(frozen=True)
+class OptimizerClass:
+    """A torch optimizer class read as a value (`optimizer_class=optim.Adam`,
+    a constructor's default): calling it builds an optimizer, as
+    `optim.Adam(...)` does."""
+
+    name: str  # canonical: `torch.optim.Adam`
+
+
 Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
-              ObjectRef, PartialRef, ModuleFactory]
+              ObjectRef, PartialRef, ModuleFactory, OptimizerClass]
 
 
 @dataclass(eq=False)

@@ -41,6 +41,7 @@ from tapelint.analysis.model import (
     AbstractNode,
     Carried,
     FunctionRef,
+    GraphValue,
     ListRef,
     ModuleRef,
     StepEvent,
@@ -52,7 +53,7 @@ from tapelint.analysis.state import EMPTY, Key, State, Vals
 from tapelint.analysis.store import StoreView
 from tapelint.analysis.syntax import keyword_value, walk_nodes
 from tapelint.analysis.torch_api import PARAMETER_METHODS
-from tapelint.analysis.walks import walk
+from tapelint.analysis.walks import key_of, steps, walk
 from tapelint.ops import MODULES, PARAMETRIC_MODULES
 
 if TYPE_CHECKING:
@@ -332,7 +333,7 @@ def _stale_keys(frame: Frame, updated: frozenset, instances: frozenset, state: S
     if not updated:
         return set()
     live: list = []
-    for env in (state.env, *frame.fallback):
+    for env in (state.env, *frame.fallback, *frame.callers):  # a caller's bindings outlive a helper's step
         for vals in env.values():
             live.extend(frame.graph_values(vals, state))
     return {key for key, _ in walk(live)
@@ -411,14 +412,27 @@ def _is_tracked(value: object, store: StoreView) -> bool:
     return isinstance(value, AbstractNode) and value is not OPAQUE and store.is_tracked(value)
 
 
-def stale_walks(walked: Iterable[Key], state: State, store: StoreView) -> list[tuple[Key, StepEvent]]:
-    """The stale keys of what a backward runs (`walked`, in walk order), with the step that
-    made each stale; keys an earlier backward released are the reuse rules'
-    (PyTorch reports the freed graph before the version)."""
+def stale_walks(walked: dict[Key, list[Key]], roots: Iterable[GraphValue], state: State,
+                store: StoreView) -> list[tuple[Key, StepEvent]]:
+    """The stale keys of what a backward from `roots` runs (`walked`: each key,
+    in walk order, with its parents' keys), with the step that made each
+    stale. Keys an earlier backward released are the reuse rules' (PyTorch
+    reports the freed graph before the version), and so is what lies only
+    behind them: the run fails at the freed node and never gets there (an
+    earlier epoch's recurrent state behind the last batch's)."""
+    reached: set[Key] = set()
+    stack = [key_of(*steps(root, None)) for root in roots]
+    while stack:
+        key = stack.pop()
+        if key in reached or key not in walked:
+            continue
+        reached.add(key)
+        if key not in state.released:
+            stack.extend(walked[key])
     hits = []
     for key in walked:
         step = state.stale.get(key)
-        if step is not None and key not in state.released and store.is_tracked(key[0]):
+        if step is not None and key in reached and key not in state.released and store.is_tracked(key[0]):
             hits.append((key, step))
     return hits
 

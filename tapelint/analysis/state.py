@@ -213,6 +213,18 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
     return guards
 
 
+def _user_name(key: str) -> Optional[str]:
+    """How the user spells what a key binds: the key itself, or for an
+    object's attribute (`<obj@…>.hidden`) what its methods write,
+    `self.hidden`; None for a container's elements."""
+    if not key.startswith("<"):
+        return key
+    if key.startswith("<obj@"):
+        attribute = key.partition(">.")[2]
+        return f"self.{attribute}" if attribute.isidentifier() else None
+    return None
+
+
 def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) -> State:
     """The state at the head of `loop`'s next iteration, from the state at the
     end of this one: nodes created in the loop become their `Carried`
@@ -227,9 +239,10 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
             env[name] = vals  # nothing created in the loop: the same values next iteration
             continue
         carried = frozenset(stand_in(v, loop) for v in vals)
+        shown = _user_name(name)
         for value in spread(carried):  # `state` holding an LSTM's `(h, c)` carries both
-            if isinstance(value, Carried) and value.name is None and not name.startswith("<"):
-                value.name = name
+            if isinstance(value, Carried) and value.name is None and shown is not None:
+                value.name = shown
         env[name] = carried
 
     def age(keys: dict[Key, E]) -> dict[Key, E]:

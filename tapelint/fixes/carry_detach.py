@@ -54,6 +54,8 @@ def detach_placed(hazard: CarriedHazard, ctx: SourceContext) -> Optional[tuple[c
     # `self.h` carried by a method that a loop elsewhere calls: `self` exists in
     # the method, not at the loop, so each call of the method is the iteration.
     method = _method_outside(ctx, hazard.definition, loop.node) if attribute and not loop.implicit else None
+    if method is not None and hazard.remade_in_inner_loop:
+        return None  # each call of the method is a step of an inner loop, not an iteration of `loop`
     if loop.implicit or method is not None:
         body = getattr(method or loop.node, "body", None)
         if not attribute or not isinstance(body, cst.IndentedBlock):

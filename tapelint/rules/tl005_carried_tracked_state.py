@@ -36,7 +36,10 @@ class CarriedTrackedState(Rule[CarriedHazard]):
     cuts the gradient at the iteration boundary: that is truncated BPTT, and
     it is unsafe only in that it changes the gradient, by design. The edit
     inserts `h = h.detach()` as the first statement of the loop body (of the
-    step method, for `self.h` carried between calls);
+    method, for `self.h` carried between calls: a step method, or a
+    module's `forward` keeping its state on `self`; not when that method
+    also runs in an inner loop, the time steps of one sequence, whose
+    history must flow: there the fix is a reset per sequence, suggested);
     `h = tuple(t.detach() for t in h)` for a tuple state (LSTM); under
     `if h is not None:` when `h` starts as None. The shape comes from what
     the value is bound to: a literal, a tensor factory, or an `nn.RNN`,
@@ -108,8 +111,7 @@ for step in range(3):
             f"`{name}` is carried from one iteration of {loop_phrase(hazard, ctx)} into the next "
             f"(created at line {created}{inner}): the backward at line "
             f"{ctx.line_of(hazard.fails_at.call)} frees each iteration's graph, and the next iteration's "
-            f"backward walks into it again through `{name}` and fails. Detach it where it is carried "
-            f"({_detaching(name, detach_statement(hazard, ctx))}), as truncated BPTT does." + semantics_note(hazard)
+            f"backward walks into it again through `{name}` and fails. " + _remedy(hazard, ctx) + semantics_note(hazard)
         )
         return self.diagnostic(
             hazard,
@@ -122,6 +124,17 @@ for step in range(3):
                        carry_detach_edits(hazard, ctx)),
             ),
         )
+
+
+def _remedy(hazard: CarriedHazard, ctx: ReportContext) -> str:
+    """Detach where the value is carried; when it is also remade by an inner
+    loop whose steps must chain (the time steps of one sequence), reset or
+    detach it before each iteration of the carrying loop instead."""
+    statement = detach_statement(hazard, ctx)
+    if hazard.remade_in_inner_loop and statement is None:
+        return (f"Reset it (or detach it) before each iteration of {loop_phrase(hazard, ctx)} starts, "
+                "not where it is remade: there its history across the inner loop's steps is meant to flow.")
+    return f"Detach it where it is carried ({_detaching(hazard.value, statement)}), as truncated BPTT does."
 
 
 def _detaching(name: str, statement: Optional[str]) -> str:

@@ -28,6 +28,7 @@ from tapelint.analysis.model import (
     ModuleFactory,
     ModuleRef,
     ObjectRef,
+    OptimizerClass,
     PartialRef,
     SelfRef,
     Tracked,
@@ -36,7 +37,7 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import walk_nodes
+from tapelint.analysis.syntax import plain_string, walk_nodes
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.ops import Saves
 
@@ -223,6 +224,8 @@ def method_call(frame: Frame, call: cst.Call, func: cst.Attribute, receiver: Val
             out |= staleness.configured_optimizers(returned, state, configure)
         elif isinstance(value, SelfRef) and owner is not None and method in owner.methods:
             out |= inline(frame, call, owner.methods[method], args, state, owner=owner)
+        elif isinstance(value, SelfRef) and owner is not None and owner.is_module and method in _ADD_MODULE:
+            _add_submodule(call, args, state)
         elif isinstance(value, ModuleRef):
             out |= module_method(frame, call, func, value, method, args, state)
         elif isinstance(value, ListRef):
@@ -360,7 +363,8 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
     info = frame.user_class(module)
     if info is not None:
         if method in info.methods:
-            return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False)
+            return inline(frame, call, info.methods[method], args, state, owner=info, share_self=False,
+                          obj=module.instance, receiver=module)
         if f"self.{method}" in info.state:  # a submodule: `model.body(x)`
             return call_values(frame, call, func, info.state[f"self.{method}"], args, state)
     elif (submodule := torch_submodule(module, method)) is not None:
@@ -427,6 +431,17 @@ def instantiate(frame: Frame, call: cst.Call, cls: ClassRef, args: Args, state: 
         for field_name, vals in _dataclass_fields(frame, info.node, args):
             state.env[obj.prefix + field_name] = vals
     return obj
+
+
+def new_module(frame: Frame, call: cst.CSTNode, cls: ClassRef, state: State) -> ModuleRef:
+    """`Net()`: an instance of a user module. What `__init__` leaves is its
+    class's (`ClassInfo.state`); what is stored on it later is its own, and
+    an earlier instance of the same site held is gone."""
+    instance = frame.store.new_object(cls.node, call, frame)
+    for key in [k for k in state.env if k.startswith(instance.prefix)]:
+        del state.env[key]
+    saves = Saves.TENSORS if cls.parametric else Saves.UNKNOWN
+    return ModuleRef(cls.node.name.value, cls.parametric, saves, user_class=cls.node, site=call, instance=instance)
 
 
 def _dataclass_fields(frame: Frame, node: cst.ClassDef, args: Args) -> list[tuple[str, Vals]]:
@@ -498,8 +513,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
             out |= inline(frame, call, value.node, args, state, owner=None, closure=value.closure)
         elif isinstance(value, ClassRef):
             if value.is_module:
-                saves = Saves.TENSORS if value.parametric else Saves.UNKNOWN
-                out.add(ModuleRef(value.node.name.value, value.parametric, saves, user_class=value.node, site=call))
+                out.add(new_module(frame, call, value, state))
             elif type(call) is cst.Call:
                 out.add(instantiate(frame, call, value, args, state))
         elif isinstance(value, PartialRef):
@@ -516,11 +530,36 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 out |= unknown_call(frame, call, args, state, receiver_unknown=True)
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
+        elif isinstance(value, SelfRef) and (method := _self_call_method(frame)) is not None:
+            out |= inline(frame, call, method, args, state, owner=frame.owner)  # `self(x)` in a method
         elif isinstance(value, ModuleFactory):
             out.add(value.module)
+        elif isinstance(value, OptimizerClass):
+            out |= staleness.optimizer(frame, call, args, state)  # `optimizer_class(model.parameters())`
         elif value is OPAQUE or isinstance(value, (AbstractNode, Carried, LibraryObject)):
             out |= unknown_call(frame, call, args, state, receiver_unknown=True)
     return frozenset(out)
+
+
+_ADD_MODULE = frozenset({"add_module", "register_module"})
+
+
+def _add_submodule(call: cst.Call, args: Args, state: State) -> None:
+    """`self.add_module("disc", Discriminator())` in a module: `self.disc`,
+    as if assigned (a name that is not a plain string literal: nothing known)."""
+    name = call.args[0].value if call.args and call.args[0].keyword is None else None
+    text = plain_string(name) if type(name) is cst.SimpleString else None
+    if text is not None and text.isidentifier() and len(args) > 1:
+        state.env[f"self.{text}"] = args[1][1]
+
+
+def _self_call_method(frame: Frame) -> Optional[cst.FunctionDef]:
+    """What `self(x)` runs in a method: the class's `forward` for a module,
+    its `__call__` otherwise (None when the class defines neither)."""
+    owner = frame.owner
+    if owner is None:
+        return None
+    return owner.methods.get("forward" if owner.is_module else "__call__")
 
 
 def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: State) -> Vals:
@@ -562,7 +601,8 @@ def module_call(frame: Frame, call: cst.Call, func: cst.BaseExpression, module: 
     """`module(x)`: a user module runs its `forward`; a torch layer is one node."""
     info = frame.user_class(module)
     if info is not None and "forward" in info.methods and not module.frozen:
-        result = inline(frame, call, info.methods["forward"], args, state, owner=info, share_self=False)
+        result = inline(frame, call, info.methods["forward"], args, state, owner=info, share_self=False,
+                        obj=module.instance, receiver=module)
         if result:
             return result
     parents = [p for _, v in args for p in frame.graph_values(v, state)]
@@ -592,13 +632,15 @@ def unknown_call(frame: Frame, call: cst.Call, args: Args, state: State, receive
 
 def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, state: State,
            owner: Optional[ClassInfo], closure: Optional[dict] = None, share_self: bool = True,
-           obj: Optional[ObjectRef] = None) -> Vals:
+           obj: Optional[ObjectRef] = None, receiver: Optional[Value] = None) -> Vals:
     """Interpret a call of a function of the project at its call site, so
     the nodes it creates and the backwards it runs sit in the caller's
     loops (a training step called once per iteration). A method of an
     object (`obj`) sees that object's attributes as `self.*`, and what it
-    leaves there is the object's afterwards. A generator's call is the
-    container of what it yields (`for batch in buffer.minibatches(2)`)."""
+    leaves there is the object's afterwards; its `return self` is
+    `receiver` (the module whose instance `obj` is; by default `obj`). A
+    generator's call is the container of what it yields (`for batch in
+    buffer.minibatches(2)`)."""
     share_self = share_self and owner is not None
     too_deep = frame.depth >= INLINE_DEPTH and not _makes_no_call(fn)
     if too_deep or fn in frame.context or _left_to_subclasses(fn) or not frame.recorder.enter_call(
@@ -620,7 +662,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     if closure is not None and closure is not state.env:
         fallback = (closure,) + fallback
     callee_owner = owner if owner is not None else (frame.owner if nested else None)
-    callee = frame.callee(fn, call, callee_owner, fallback)
+    callee = frame.callee(fn, call, callee_owner, fallback, state)
     inner = State({}, state.released, state.retained, state.kept,
                   state.no_grad or home.is_no_grad_function(fn), state.stale)
     fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
@@ -659,7 +701,8 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     for vals in callee.returns:
         result |= vals
     if obj is not None and any(isinstance(v, SelfRef) for v in result):
-        result = {obj if isinstance(v, SelfRef) else v for v in result}  # `return self`: the object
+        me = receiver if receiver is not None else obj
+        result = {me if isinstance(v, SelfRef) else v for v in result}  # `return self`: the object
     return frozenset(result)
 
 

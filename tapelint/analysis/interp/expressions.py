@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths, torch_api
+from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.calls import eval_call, first_party, pretrained, torch_submodule
 from tapelint.analysis.interp.statements import fact_keys
@@ -23,6 +23,7 @@ from tapelint.analysis.model import (
     ModuleFactory,
     ModuleRef,
     ObjectRef,
+    OptimizerClass,
     SelfRef,
     TupleVal,
     tuple_of,
@@ -94,8 +95,16 @@ def eval_name(frame: Frame, expr: cst.Name, state: State) -> Vals:
     if lent is not None:
         return lent
     if name in program.imports.aliases or name in torch_api.BUILTIN_NAMES:
-        return EMPTY
+        return library_value(frame, expr)
     return frozenset((OPAQUE,))
+
+
+def library_value(frame: Frame, expr: cst.BaseExpression) -> Vals:
+    """An imported name read as a value (`optim.Adam`, `F.relu`,
+    `torch.float32`): a torch optimizer class is one (`OptimizerClass`);
+    anything else holds no graph."""
+    name = frame.canonical(expr)
+    return frozenset((OptimizerClass(name),)) if name is not None and staleness.is_optimizer_class(name) else EMPTY
 
 
 def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
@@ -105,7 +114,7 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
         if head not in state.env and (lent := first_party(frame, key)) is not None:
             return lent  # `models.Net`: a class of another module
         if head in frame.program.imports.aliases and head not in state.env:
-            return EMPTY  # torch.float32, np.pi: module attributes, not tensors
+            return library_value(frame, expr)  # torch.float32, np.pi: module attributes, not tensors
         vals = frame.resolve(key, state)
         if vals is not None:
             return vals
@@ -129,7 +138,9 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
                 out.add(value)  # `.values`, `.logits`, `.loss`: the same graph
         elif isinstance(value, ModuleRef):
             info = frame.user_class(value)
-            if info is not None and f"self.{attr}" in info.state:
+            if value.instance is not None and (kept := state.env.get(value.instance.prefix + attr)) is not None:
+                out |= kept  # stored on this instance after `__init__` (by `forward`, or by its user)
+            elif info is not None and f"self.{attr}" in info.state:
                 out |= info.state[f"self.{attr}"]
             elif attr in ops.MODULE_STATE_ATTRIBUTES:
                 continue  # a buffer (`bn.running_var`) or the configuration: no parameter

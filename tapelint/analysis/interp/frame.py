@@ -16,7 +16,7 @@ from typing import Optional, Protocol
 import libcst as cst
 
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.expressions import EVAL, eval_children
+from tapelint.analysis.interp.expressions import EVAL, eval_children, library_value
 from tapelint.analysis.interp.iteration import iterated
 from tapelint.analysis.interp.statements import exec_stmt
 from tapelint.analysis.model import (
@@ -93,6 +93,10 @@ class Frame:
         self.context = context
         self.owner = owner
         self.fallback = fallback  # enclosing environments: closure, caller, module
+        # The environments of the calls this activation runs inside, innermost
+        # first: not names it can read, but bindings that stay live while it
+        # runs (what a step inside a helper makes stale).
+        self.callers: tuple[dict[str, Vals], ...] = ()
         self.depth = depth
         self.returns: list[Vals] = []
         self.yields: list[Vals] = []  # what each `yield` produced: a generator's elements
@@ -103,11 +107,14 @@ class Frame:
         self.is_module = isinstance(scope, cst.Module)
 
     def callee(self, fn: cst.FunctionDef, call: cst.CSTNode, owner: Optional[ClassInfo],
-               fallback: tuple[dict[str, Vals], ...]) -> Frame:
-        """The frame of `fn` called at `call` from this frame: the caller's loops and
-        context, and the program of the module that defines `fn`."""
-        return Frame(self.program.home_of(fn), self.store, self.recorder, fn, self.loops, self.context + (call, fn),
-                     owner, fallback, self.depth + 1)
+               fallback: tuple[dict[str, Vals], ...], state: State) -> Frame:
+        """The frame of `fn` called at `call` from this frame (whose `state` it
+        is): the caller's loops and context, and the program of the module that
+        defines `fn`."""
+        frame = Frame(self.program.home_of(fn), self.store, self.recorder, fn, self.loops,
+                      self.context + (call, fn), owner, fallback, self.depth + 1)
+        frame.callers = (state.env, *self.callers)
+        return frame
 
     # ------------------------------------------------------------ running
 
@@ -194,7 +201,8 @@ class Frame:
                 if type(element) is cst.StarredElement:
                     self.bind(element.value, spread, state)
                     continue
-                item_vals = rest | frozenset(x for t in tuples for x in t.items[i]) if tuples else spread
+                own = frozenset(self._unpacked(v, element.value, i, state) for v in rest)
+                item_vals = own | frozenset(x for t in tuples for x in t.items[i]) if tuples else own | (spread - rest)
                 self.bind(element.value, item_vals, state)
             return
         if type(target) is cst.StarredElement:
@@ -217,20 +225,34 @@ class Frame:
         if state.facts or state.guards:
             state.rebound(key)
 
-    def _bind_object_attribute(self, target: cst.Attribute, vals: Vals, state: State) -> bool:
-        """`buffer.slot = 0` where `buffer` is an object of a project class:
-        the object's attribute (what its methods read as `self.slot`)."""
+    def object_attribute_keys(self, target: cst.Attribute, state: State) -> list[str]:
+        """The state keys of `buffer.slot` where `buffer` is an object of a
+        project class (or an instance of a user module, `model.hidden`): the
+        object's attribute, what its methods read as `self.slot`. Empty when
+        the base holds no such object."""
         base_key = self.target_key(target.value)
         base = self.resolve(base_key, state) if base_key is not None else None
         objects = [v for v in base or () if isinstance(v, ObjectRef)]
-        if not objects:
-            return False
-        for obj in objects:
-            key = obj.prefix + target.attr.value
-            state.env[key] = vals if len(objects) == 1 else state.env.get(key, EMPTY) | vals
+        objects += [v.instance for v in base or () if isinstance(v, ModuleRef) and v.instance is not None]
+        return [obj.prefix + target.attr.value for obj in objects]
+
+    def _bind_object_attribute(self, target: cst.Attribute, vals: Vals, state: State) -> bool:
+        """`buffer.slot = 0` on an object: its attribute (one of several objects' may be it)."""
+        keys = self.object_attribute_keys(target, state)
+        for key in keys:
+            state.env[key] = vals if len(keys) == 1 else state.env.get(key, EMPTY) | vals
             if state.facts or state.guards:
                 state.rebound(key)  # `agent.tune = False`: what a test on it saw no longer holds
-        return True
+        return bool(keys)
+
+    def _unpacked(self, value: Value, target: cst.BaseExpression, position: int, state: State) -> Value:
+        """What unpacking gives `target` of `value`: for the result of a call
+        of an unknown object (`self.criterion(model, sample)`), its element
+        at `position`, a node of its own; anything else, itself."""
+        if (isinstance(value, AbstractNode) and value.tracked is Tracked.UNKNOWN and not value.leaf
+                and any(p is OPAQUE for p in value.parents)):
+            return self.store.unpacked(self, state, target, value, position)
+        return value
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
         """`lst[i] = v` adds to the container; `t[i] = v` on a tensor makes it hold `v` too."""
@@ -291,13 +313,26 @@ class Frame:
             elif i < len(positional):
                 state.env[name] = positional[i][1]
             else:
-                state.env[name] = frozenset((OPAQUE,))
+                state.env[name] = self._default(param)
         for param in fn.params.kwonly_params:
             name = param.name.value
-            state.env[name] = keywords.get(name, frozenset((OPAQUE,)))
+            state.env[name] = keywords[name] if name in keywords else self._default(param)
         for star in (fn.params.star_arg, fn.params.star_kwarg):
             if type(star) is cst.Param:
                 state.env[star.name.value] = frozenset((OPAQUE,))
+
+    def _default(self, param: cst.Param) -> Vals:
+        """An unpassed parameter: what its default names when that is a
+        library's (`optimizer_class=optim.Adam`), else unknown."""
+        default = param.default
+        if default is None:
+            return frozenset((OPAQUE,))
+        name = dotted_name(default)
+        if name is not None and name.split(".")[0] in self.program.imports.aliases:
+            known = library_value(self, default)
+            if known:
+                return known
+        return frozenset((OPAQUE,))
 
     # ------------------------------------------------------------ values
 

@@ -30,8 +30,9 @@ from tapelint.analysis.model import (
     TupleVal,
     Value,
 )
+from tapelint.analysis.names import bound_in, target_names
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import self_assignments, walk_statements, whole_slice
+from tapelint.analysis.syntax import per_analysis, self_assignments, walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.analysis.walks import without_dead_releases
 
@@ -162,6 +163,11 @@ def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other
     key = frame.target_key(test.left)
     if key is None:
         return
+    keys = frame.object_attribute_keys(test.left, then) if type(test.left) is cst.Attribute else []
+    if len(keys) == 1:
+        key = keys[0]  # `model.hidden is None`: the instance's attribute
+    elif keys:
+        return  # one of several objects': which one is None is not known
     if type(comparison.operator) is cst.Is:
         then.env[key] = EMPTY
     elif type(comparison.operator) is cst.IsNot:
@@ -181,7 +187,8 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
 
     per_element = elements if any(isinstance(v, ListRef) for v in iterable) else EMPTY
     per_element |= iteration.indexed_elements(frame, stmt, state)
-    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element, entered=iterates_at_least_once(stmt.iter))
+    entered = iterates_at_least_once(stmt.iter, frame)
+    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element, entered=entered)
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
@@ -287,10 +294,11 @@ def _released_since(entry: State, state: State) -> list:
     return [key for key in state.released if key[1] is None and key not in entry.released]
 
 
-def iterates_at_least_once(iterable: cst.BaseExpression) -> bool:
+def iterates_at_least_once(iterable: cst.BaseExpression, frame: Optional[Frame] = None) -> bool:
     """Does a `for` over `iterable` run its body at least once whatever the
-    program's data: `range` of literal bounds that is not empty, a non-empty
-    literal list or tuple?"""
+    program's data: `range` of bounds that are integer literals, or (with
+    `frame`) names of the module's integer constants (`N_CRITIC = 5`), that
+    is not empty; a non-empty literal list or tuple?"""
     if isinstance(iterable, (cst.List, cst.Tuple)):
         return bool(iterable.elements) and not any(isinstance(e, cst.StarredElement) for e in iterable.elements)
     if type(iterable) is not cst.Call or dotted_name(iterable.func) != "range":
@@ -298,11 +306,84 @@ def iterates_at_least_once(iterable: cst.BaseExpression) -> bool:
     bounds = [arg.value for arg in iterable.args]
     if len(bounds) not in (1, 2) or any(arg.keyword is not None or arg.star for arg in iterable.args):
         return False
-    values = [int(b.value, 0) for b in bounds if type(b) is cst.Integer]
-    if len(values) != len(bounds):
+    values = [_integer(b, frame) for b in bounds]
+    if None in values:
         return False
     start, stop = (0, values[0]) if len(values) == 1 else values
-    return start < stop
+    return start < stop  # type: ignore[operator]
+
+
+def _integer(expr: cst.BaseExpression, frame: Optional[Frame]) -> Optional[int]:
+    """The value of an integer literal, or of a name the module binds once,
+    at its top level, to one, and that the loop's scope does not bind."""
+    if type(expr) is cst.Integer:
+        return int(expr.value, 0)
+    if type(expr) is not cst.Name or frame is None:
+        return None
+    if not frame.is_module and expr.value in _locally_bound(frame.scope):
+        return None
+    return _module_integers(frame.program.module).get(expr.value)
+
+
+@per_analysis
+def _module_integers(module: cst.Module) -> dict[str, int]:
+    """The names the module binds exactly once anywhere, at its top level, to an integer literal."""
+    counts: dict[str, int] = {}
+    for name in (n for stmt in walk_statements(module.body) for n in _names_bound_by(stmt)):
+        counts[name] = counts.get(name, 0) + 1
+    if "*" in counts:
+        return {}  # a star import may bind any of them
+    found: dict[str, int] = {}
+    for line in module.body:
+        if type(line) is not cst.SimpleStatementLine:
+            continue
+        for small in line.body:
+            if type(small) is not cst.Assign or len(small.targets) != 1:
+                continue
+            target, value = small.targets[0].target, small.value
+            pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = [(target, value)]
+            if (type(target) is cst.Tuple and type(value) is cst.Tuple and len(target.elements) == len(value.elements)
+                    and not any(type(e) is cst.StarredElement for e in (*target.elements, *value.elements))):
+                pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]  # `n_g, n_d = 2, 1`
+            for bound, literal in pairs:
+                if type(bound) is cst.Name and type(literal) is cst.Integer and counts.get(bound.value) == 1:
+                    found[bound.value] = int(literal.value, 0)
+    return found
+
+
+def _names_bound_by(stmt: cst.CSTNode) -> set[str]:
+    """The names one statement binds itself (a definition's, an import's, a
+    `global` declaration's, its targets), not the statements inside it. A
+    comprehension's or walrus's names count too: more names, never fewer."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return {stmt.name.value}
+    if isinstance(stmt, cst.Global):
+        return {item.name.value for item in stmt.names}
+    if isinstance(stmt, (cst.Import, cst.ImportFrom)):
+        if isinstance(stmt.names, cst.ImportStar):
+            return {"*"}
+        return {(alias.evaluated_alias or alias.evaluated_name).split(".")[0] for alias in stmt.names}
+    if isinstance(stmt, cst.For):
+        return target_names(stmt.target)
+    if isinstance(stmt, cst.With):
+        return {name for item in stmt.items if item.asname is not None for name in target_names(item.asname.name)}
+    if isinstance(stmt, cst.BaseSmallStatement):
+        return bound_in(stmt)
+    return set()
+
+
+@per_analysis
+def _locally_bound(scope: cst.CSTNode) -> frozenset[str]:
+    """The names a function binds itself: its parameters and targets."""
+    bound = set(bound_in(scope.body)) if isinstance(scope, cst.FunctionDef) else set()
+    if isinstance(scope, cst.FunctionDef):
+        params = scope.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            bound.add(param.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                bound.add(star.name.value)
+    return frozenset(bound)
 
 
 def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],

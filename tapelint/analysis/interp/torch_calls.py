@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import staleness, torch_api
+from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import grad_mode, iteration
 from tapelint.analysis.interp.statements import fact_keys
@@ -218,16 +218,27 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
         create = _walk_argument(call, "create_graph", positional_offset + 1)
     else:
         retain, create = keyword_value(call, "retain_graph"), keyword_value(call, "create_graph")
-    creates = literal_bool(create) is True
-    if creates or literal_bool(retain) is True:
+    retain_flag, create_flag = _flag(frame, retain, state), _flag(frame, create, state)
+    creates = create_flag is True
+    if creates or retain_flag is True:
         retains = Retains.YES
-    elif (retain is not None and literal_bool(retain) is None) or (create is not None and literal_bool(create) is None):
+    elif (retain is not None and retain_flag is None) or (create is not None and create_flag is None):
         retains = Retains.UNKNOWN
     elif keyword_value(call, "inputs") is not None:
         retains = Retains.UNKNOWN  # a partial walk frees only part of the graph
     else:
         retains = Retains.NO
     _walk(frame, call, roots, state, api, retains, is_grad, creates)
+
+
+def _flag(frame: Frame, expr: Optional[cst.BaseExpression], state: State) -> Optional[bool]:
+    """A walk's `retain_graph=`/`create_graph=`: a literal, or a name the
+    path's facts decide (a helper's `retain_graph=False` default left
+    unpassed, `update(opt, loss)`); None when not known or not given."""
+    if expr is None:
+        return None
+    known = literal_bool(expr)
+    return known if known is not None else paths.decide(expr, state.facts, fact_keys(frame, state))
 
 
 def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str) -> None:
