@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fixture_spec import Outcome
+from fixture_spec import FixtureSpec, Outcome
 
 RUNNER = Path(__file__).with_name("torch_fixture_runner.py")
 TORCH_TIMEOUT_S = 300
@@ -61,6 +61,17 @@ def assert_torch_run(got: dict[str, Any], want: Outcome, name: str) -> None:
         assert got["grows"], f"{where}, but no graph retained across iterations is reachable at the end"
     else:  # pragma: no cover - the parser admits no other kind
         pytest.fail(f"unknown outcome {want.kind}")
+
+
+def watch_lines(spec: FixtureSpec, profile: str) -> tuple[int, ...]:
+    """The lines an engine run under `profile` samples for growth: the
+    accumulating statements, or for a carried value the line where the other
+    semantics fails."""
+    lines = {e.line for e in spec.expects if e.code == "TL003"}
+    other = spec.strict if profile == "torch" else spec.torch
+    if getattr(spec, profile).kind == "grows" and not lines and other.line:
+        lines.add(other.line)
+    return tuple(sorted(lines))
 
 
 def assert_engine_run(report: Any, want: Outcome, watched: Sequence[int]) -> None:

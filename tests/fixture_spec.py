@@ -10,7 +10,10 @@ The format is documented in `fixtures/README.md`::
 
 The header is the run of comment lines at the top of the file, in exactly this
 order: one `fixture`, any number of `expect`, one `torch`, one `strict`. It is
-followed by a blank line. Anything else is an error: the parser never guesses,
+followed by a blank line. A real bug report rewritten as a program
+(`benchmarks/reports/`) also says where the report is (`source`, right after
+`fixture`) and, while tapelint does not report it as declared, why
+(`missed`, right before `torch`). Anything else is an error: the parser never guesses,
 because the headers are the oracle that the linter, the engine and the
 real-PyTorch test are all checked against.
 """
@@ -76,6 +79,8 @@ class FixtureSpec:
     torch: Outcome
     strict: Outcome
     header_lines: int  # number of header comment lines (code starts after them)
+    source: str | None = None  # the public report a program rewrites (benchmarks/reports/)
+    missed: str | None = None  # why tapelint does not report it as declared, while it does not
 
     @property
     def is_negative(self) -> bool:
@@ -153,8 +158,9 @@ def parse_fixture(path: str | Path) -> FixtureSpec:
     if end < n_lines and lines[end].strip():
         raise FixtureHeaderError(path, end + 1, "the header must be followed by a blank line")
 
-    # Order: fixture, expect*, torch, strict.
+    # Order: fixture, source?, expect*, missed?, torch, strict.
     description = None
+    source = missed = None
     expects: list[Expect] = []
     outcomes: dict[str, Outcome] = {}
     for lineno, key, value in header:
@@ -162,8 +168,18 @@ def parse_fixture(path: str | Path) -> FixtureSpec:
             if description is not None or expects or outcomes:
                 raise FixtureHeaderError(path, lineno, "'fixture:' must be the first header line, and only one")
             description = value
+        elif key == "source":
+            if description is None or source is not None or expects or outcomes:
+                raise FixtureHeaderError(path, lineno, "'source:' goes right after 'fixture:', once")
+            if not value.startswith("https://"):
+                raise FixtureHeaderError(path, lineno, f"'source:' is the report's https:// address, not {value!r}")
+            source = value
+        elif key == "missed":
+            if description is None or missed is not None or outcomes:
+                raise FixtureHeaderError(path, lineno, "'missed:' goes after the 'expect:' lines and before 'torch:', once")
+            missed = value
         elif key == "expect":
-            if description is None or outcomes:
+            if description is None or outcomes or missed is not None:
                 raise FixtureHeaderError(path, lineno, "'expect:' lines go after 'fixture:' and before 'torch:'")
             e = _parse_expect(path, lineno, value, n_lines)
             if any((o.code, o.line) == (e.code, e.line) for o in expects):
@@ -192,7 +208,14 @@ def parse_fixture(path: str | Path) -> FixtureSpec:
         torch=outcomes["torch"],
         strict=outcomes["strict"],
         header_lines=end,
+        source=source,
+        missed=missed,
     )
+
+
+REPORTS_DIR = FIXTURES_DIR.parent / "benchmarks" / "reports"
+# A fixture's (and a report's) file name: a positive of one rule, or a negative of one or more.
+NAME = re.compile(r"^(?:(?P<pos>tl00[1-7])|neg(?P<neg>(?:_tl00[1-7])+))_[a-z0-9]+(?:_[a-z0-9]+)*\.py$")
 
 
 def fixture_paths(directory: Path = FIXTURES_DIR) -> list[Path]:

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("numpy")
 
-from declared_runs import assert_engine_run  # noqa: E402
+from declared_runs import assert_engine_run, watch_lines  # noqa: E402
 from fixture_spec import PROFILES, fixture_paths, parse_fixture, project_fixture_paths  # noqa: E402
 from tapelint.confirm import judge  # noqa: E402
 from tapelint.diagnostics import Semantics  # noqa: E402
@@ -24,21 +24,13 @@ PATHS = fixture_paths() + project_fixture_paths()  # a project's file runs from 
 CASES = [(path, profile) for path in PATHS for profile in PROFILES]
 
 
-def _watch_lines(path, profile) -> tuple[int, ...]:
-    spec = parse_fixture(path)
-    lines = {e.line for e in spec.expects if e.code == "TL003"}
-    other = spec.strict if profile == "torch" else spec.torch
-    if getattr(spec, profile).kind == "grows" and not lines and other.line:
-        lines.add(other.line)  # a carried value: sample where the other semantics fails
-    return tuple(sorted(lines))
-
-
 @lru_cache(maxsize=1)
 def _runs() -> dict:
     """One engine run per fixture and semantics, two at a time."""
     def run(case):
         path, profile = case
-        return case, run_program(str(path), profile, timeout=60, watch_lines=_watch_lines(path, profile))
+        watched = watch_lines(parse_fixture(path), profile)
+        return case, run_program(str(path), profile, timeout=60, watch_lines=watched)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(run, CASES))
@@ -46,7 +38,8 @@ def _runs() -> dict:
 
 @pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])
 def test_engine_run_matches_the_header(path, profile):
-    assert_engine_run(_runs()[(path, profile)], getattr(parse_fixture(path), profile), _watch_lines(path, profile))
+    spec = parse_fixture(path)
+    assert_engine_run(_runs()[(path, profile)], getattr(spec, profile), watch_lines(spec, profile))
 
 
 @pytest.mark.parametrize("path,profile", CASES, ids=[f"{p.stem}-{s}" for p, s in CASES])

@@ -24,6 +24,7 @@ import pytest
 
 from fixture_spec import (
     FIXTURES_DIR,
+    NAME,
     Expect,
     FixtureHeaderError,
     FixtureSpec,
@@ -34,7 +35,6 @@ from fixture_spec import (
 
 RULES = ("TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007")
 FAILING = {"TL001", "TL002", "TL004", "TL005"}  # a reuse that raises at run time
-NAME = re.compile(r"^(?:(?P<pos>tl00[1-7])|neg(?P<neg>(?:_tl00[1-7])+))_[a-z0-9]+(?:_[a-z0-9]+)*\.py$")
 MIN_FIXTURES = 60
 MIN_PER_DIRECTION = 3
 
@@ -261,6 +261,47 @@ def test_parser_rejects_malformed_headers(tmp_path, old, new, line, message):
     assert info.value.line == line, str(info.value)
     assert str(info.value).startswith(f"{path}:{line}: ")
     assert message in str(info.value)
+
+
+REPORT = GOOD.replace("# fixture: a good header\n", "# fixture: a report\n# source: https://example.org/t/1\n").replace(
+    "# torch:", "# missed: the reason\n# torch:").replace(" 7", " 9").replace("TL002 9", "TL002 11").replace("fails 9", "fails 11")
+
+
+def test_parser_reads_a_report_header(tmp_path):
+    spec = parse_fixture(_write(tmp_path, REPORT))
+    assert (spec.source, spec.missed) == ("https://example.org/t/1", "the reason")
+    assert len(spec.expects) == 2 and spec.header_lines == 7
+    assert (parse_fixture(_write(tmp_path, GOOD)).source, parse_fixture(_write(tmp_path, GOOD)).missed) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "message"),
+    [
+        ("# source: https://example.org/t/1", "# source: example.org/t/1", 2, "https:// address"),
+        ("# source: https://example.org/t/1\n", "# source: https://example.org/t/1\n# source: https://b.org\n", 3,
+         "'source:' goes right after"),
+        ("# fixture: a report\n# source: https://example.org/t/1", "# source: https://example.org/t/1\n# fixture: a report",
+         1, "'source:' goes right after"),
+        ("# missed: the reason\n# torch: fails 11 node 9", "# torch: fails 11 node 9\n# missed: the reason", 6,
+         "'missed:' goes after"),
+        ("# expect: TL002 11 strict\n# missed: the reason", "# missed: the reason\n# expect: TL002 11 strict", 5,
+         "'expect:' lines go after"),
+    ],
+)
+def test_parser_rejects_misplaced_report_lines(tmp_path, old, new, line, message):
+    assert old in REPORT
+    path = _write(tmp_path, REPORT.replace(old, new, 1))
+    with pytest.raises(FixtureHeaderError) as info:
+        parse_fixture(path)
+    assert info.value.line == line, str(info.value)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=_ids(PATHS))
+def test_a_fixture_is_never_a_known_miss(path: Path):
+    """`missed:` belongs to the benchmark of real reports: a fixture declares
+    what tapelint reports."""
+    assert parse_fixture(path).missed is None
 
 
 def test_parser_rejects_a_file_without_header(tmp_path):

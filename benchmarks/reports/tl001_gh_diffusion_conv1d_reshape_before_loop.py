@@ -1,0 +1,53 @@
+# fixture: a Conv1d maps the raw training signals to the diffusion network's channel count once, before the training loop; every step's loss backwards through that one conv node
+# source: https://github.com/lucidrains/denoising-diffusion-pytorch/issues/109
+# expect: TL001 42 torch strict
+# torch: fails 51 node 42
+# strict: fails 51 node 42
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class TinyUnet1D(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.inp = nn.Conv1d(channels, 8, 3, padding=1)
+        self.out = nn.Conv1d(8, channels, 3, padding=1)
+
+    def forward(self, x, t):
+        h = F.silu(self.inp(x) + t.view(-1, 1, 1).float() / 10.0)
+        return self.out(h)
+
+
+class GaussianDiffusion1D(nn.Module):
+    def __init__(self, model, timesteps=10):
+        super().__init__()
+        self.model = model
+        self.timesteps = timesteps
+        betas = torch.linspace(1e-4, 0.02, timesteps)
+        self.register_buffer("alphas_cumprod", torch.cumprod(1.0 - betas, 0))
+
+    def forward(self, x_start):
+        t = torch.randint(0, self.timesteps, (x_start.shape[0],))
+        noise = torch.randn_like(x_start)
+        a = self.alphas_cumprod[t].view(-1, 1, 1)
+        x_noisy = a.sqrt() * x_start + (1.0 - a).sqrt() * noise
+        return F.mse_loss(self.model(x_noisy, t), noise)
+
+
+torch.manual_seed(0)
+raw = torch.randn(4, 3, 16)  # 4 signals, 3 features, length 16
+to_channels = nn.Conv1d(3, 2, kernel_size=1)  # brings the data to the network's 2 channels
+training_seq = to_channels(raw)  # done once, outside the loop: tracked through the conv's weight
+
+model = TinyUnet1D(2)
+diffusion = GaussianDiffusion1D(model)
+opt = torch.optim.Adam(diffusion.parameters(), lr=1e-3)
+
+for step in range(3):
+    loss = diffusion(training_seq)
+    opt.zero_grad()
+    loss.backward()  # step 1 fails: the conv node of training_seq was freed by step 0
+    opt.step()
+    print(step, loss.item())
