@@ -2,7 +2,7 @@
 # source: https://github.com/facebookresearch/fairseq/issues/2255
 # expect: TL003 24 torch
 # expect: TL003 78 torch
-# missed: an extra TL003 at line 25 (`self.count += n`): the dict's values are one element set, not one per key, so `log.get("sample_size", 0)` reads the tracked loss too and the meter's count looks like a running total of it
+# missed: an extra TL003 at line 25 (`self.count += n`): `sample_size` and `logging_output` unpacked from the unknown criterion's result are the loss's unknown value, and a dict's values are one element set, not one per key, so `log.get("sample_size", 0)` reads the tracked loss too
 # torch: grows
 # strict: ok
 

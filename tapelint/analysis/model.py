@@ -86,10 +86,6 @@ class AbstractNode:
     # whether it is a full reduction or a reducing loss call (one element).
     made_by: frozenset = frozenset()
     reduces_all: bool = False
-    # One element of what an unknown call returned (`loss, n, log = crit(m, x)`):
-    # it shares the call's graph, but whether it holds one is its own — a
-    # backward of `loss` proves nothing of `log` (`NodeStore.is_tracked`).
-    unpacked: bool = False
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"

@@ -258,14 +258,6 @@ class NodeStore:
     def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]:
         return self.carried.get((id(node), loop))
 
-    def unpacked(self, where: Placement, state: State, target: cst.CSTNode, result: AbstractNode,
-                 position: int) -> AbstractNode:
-        """Element `position` of an unknown call's `result`, bound to `target`
-        by unpacking: a node of its own on the call's graph."""
-        node = self.node(where, state, target, f"{result.op}[{position}]", [result], Saves.NOTHING)
-        node.unpacked = True
-        return node
-
     def prove(self, event: BackwardEvent) -> None:
         """A backward proves its roots tracked."""
         self.prove_walked(root.node if isinstance(root, Carried) else root for root in event.roots)
@@ -293,8 +285,7 @@ class NodeStore:
             if value.site in self.proven_sites:
                 return True
             seen.add(id(value))
-            if not value.unpacked:  # (an element of an unknown result is proven, or not, by itself)
-                stack.extend(value.parents)
+            stack.extend(value.parents)
         return False
 
     def display_name(self, node: AbstractNode) -> str:

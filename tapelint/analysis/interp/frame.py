@@ -201,8 +201,7 @@ class Frame:
                 if type(element) is cst.StarredElement:
                     self.bind(element.value, spread, state)
                     continue
-                own = frozenset(self._unpacked(v, element.value, i, state) for v in rest)
-                item_vals = own | frozenset(x for t in tuples for x in t.items[i]) if tuples else own | (spread - rest)
+                item_vals = rest | frozenset(x for t in tuples for x in t.items[i]) if tuples else spread
                 self.bind(element.value, item_vals, state)
             return
         if type(target) is cst.StarredElement:
@@ -244,15 +243,6 @@ class Frame:
             if state.facts or state.guards:
                 state.rebound(key)  # `agent.tune = False`: what a test on it saw no longer holds
         return bool(keys)
-
-    def _unpacked(self, value: Value, target: cst.BaseExpression, position: int, state: State) -> Value:
-        """What unpacking gives `target` of `value`: for the result of a call
-        of an unknown object (`self.criterion(model, sample)`), its element
-        at `position`, a node of its own; anything else, itself."""
-        if (isinstance(value, AbstractNode) and value.tracked is Tracked.UNKNOWN and not value.leaf
-                and any(p is OPAQUE for p in value.parents)):
-            return self.store.unpacked(self, state, target, value, position)
-        return value
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
         """`lst[i] = v` adds to the container; `t[i] = v` on a tensor makes it hold `v` too."""
