@@ -498,3 +498,41 @@ def test_an_alpha_not_remade_is_still_found(call):
 def test_a_loop_runs_at_least_once_only_over_literal_non_empty_ranges_and_lists(iterable, runs):
     """Only then is the state before the loop not one of the states after it."""
     assert iterates_at_least_once(cst.parse_expression(iterable)) is runs
+
+
+LAST_DRAW = """
+import torch
+import torch.nn as nn
+{header}
+gen = nn.Linear(2, 3)
+disc = nn.Linear(3, 1)
+
+def train({params}):
+    for step in range(3):
+        for _ in range({count}):
+            fake = gen(torch.randn(4, 2))
+        (-disc(fake).mean()).backward()
+"""
+
+
+@pytest.mark.parametrize(("header", "params", "count", "constant"), [
+    ("DRAWS = 2", "", "DRAWS", True),
+    ("n_g, n_d = 2, 1", "", "n_g", True),
+    ("START, STOP = 1, 3", "", "START, STOP", True),
+    ("DRAWS = 0", "", "DRAWS", False),  # a constant, but the range is empty
+    ("DRAWS = 2\nDRAWS = 0", "", "DRAWS", False),  # bound twice
+    ("DRAWS = 2\nfor DRAWS in range(0): pass", "", "DRAWS", False),
+    ("DRAWS = 2\ndef reset():\n    global DRAWS\n    DRAWS = 0", "", "DRAWS", False),
+    ("DRAWS = 2\nimport os as DRAWS", "", "DRAWS", False),
+    ("DRAWS = 2\nfrom config import *", "", "DRAWS", False),  # a star import may rebind it
+    ("DRAWS = 2", "DRAWS=0", "DRAWS", False),  # the function's own parameter
+    ("DRAWS = int('2')", "", "DRAWS", False),
+], ids=["one", "tuple", "two-bounds", "empty", "twice", "for-target", "global", "import-as", "star", "param",
+        "not-a-literal"])
+def test_a_range_over_a_module_integer_constant_runs(header, params, count, constant):
+    """`for _ in range(DRAWS)` with DRAWS bound once, at the module's top
+    level, to a positive integer literal always runs: `fake` after it is this
+    step's. Otherwise the path that skips it carries the last step's `fake`,
+    which that step's backward freed (TL001)."""
+    code = LAST_DRAW.format(header=header, params=params, count=count)
+    assert [type(h).__name__ for h in findings(code)] == ([] if constant else ["HoistedHazard"])

@@ -10,6 +10,7 @@ can only make a fix's safety verdict stricter.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from functools import cached_property
 from typing import Optional, TypeVar
@@ -161,6 +162,27 @@ def bound_in(node: cst.CSTNode) -> set[str]:
     """Every identifier `node` binds: assignment, loop, `with ... as`, walrus, comprehension targets.
     (A walk of the fields, not a visitor: a loop's body is asked at every pass.)"""
     return bound_and_found(node, None)[0]
+
+
+def binding_counts(node: cst.CSTNode) -> Counter[str]:
+    """How many times each identifier is bound anywhere in `node`: by what
+    `bound_in` counts, and by definitions, imports without `as` and `global`
+    declarations; a star import counts as `"*"` (it may bind any name)."""
+    counts: Counter[str] = Counter()
+    for inner in walk_nodes(node):
+        field = _BINDING_FIELDS.get(type(inner))
+        if field is not None:
+            counts.update(target_names(getattr(inner, field)))
+        elif isinstance(inner, (cst.FunctionDef, cst.ClassDef)):
+            counts[inner.name.value] += 1
+        elif isinstance(inner, cst.Global):
+            counts.update(item.name.value for item in inner.names)
+        elif isinstance(inner, (cst.Import, cst.ImportFrom)):
+            if isinstance(inner.names, cst.ImportStar):
+                counts["*"] += 1
+            else:  # (an alias with `as` is an `AsName`, counted above)
+                counts.update(alias.evaluated_name.split(".")[0] for alias in inner.names if alias.asname is None)
+    return counts
 
 
 def bound_and_found(node: cst.CSTNode, kind: Optional[type[N]]) -> tuple[set[str], list[N]]:

@@ -421,9 +421,7 @@ def instantiate(frame: Frame, call: cst.Call, cls: ClassRef, args: Args, state: 
     """`RolloutBuffer(steps, envs)`: a new object of a project class (one per
     site and placement), its `__init__` run on it with the call's arguments.
     What an earlier object of the same site held is gone."""
-    obj = frame.store.new_object(cls.node, call, frame)
-    for key in [k for k in state.env if k.startswith(obj.prefix)]:
-        del state.env[key]
+    obj = _fresh_object(frame, call, cls, state)
     info = frame.program.class_info(cls.node)
     if info is not None and "__init__" in info.methods:
         inline(frame, call, info.methods["__init__"], args, state, owner=info, share_self=False, obj=obj)
@@ -437,11 +435,18 @@ def new_module(frame: Frame, call: cst.CSTNode, cls: ClassRef, state: State) -> 
     """`Net()`: an instance of a user module. What `__init__` leaves is its
     class's (`ClassInfo.state`); what is stored on it later is its own, and
     an earlier instance of the same site held is gone."""
-    instance = frame.store.new_object(cls.node, call, frame)
-    for key in [k for k in state.env if k.startswith(instance.prefix)]:
-        del state.env[key]
+    instance = _fresh_object(frame, call, cls, state)
     saves = Saves.TENSORS if cls.parametric else Saves.UNKNOWN
     return ModuleRef(cls.node.name.value, cls.parametric, saves, user_class=cls.node, site=call, instance=instance)
+
+
+def _fresh_object(frame: Frame, call: cst.CSTNode, cls: ClassRef, state: State) -> ObjectRef:
+    """The object of `cls` made at `call` here (one per site and placement),
+    emptied of what an earlier run of the same site stored on it."""
+    obj = frame.store.new_object(cls.node, call, frame)
+    for key in [k for k in state.env if k.startswith(obj.prefix)]:
+        del state.env[key]
+    return obj
 
 
 def _dataclass_fields(frame: Frame, node: cst.ClassDef, args: Args) -> list[tuple[str, Vals]]:

@@ -314,15 +314,8 @@ class Frame:
     def _default(self, param: cst.Param) -> Vals:
         """An unpassed parameter: what its default names when that is a
         library's (`optimizer_class=optim.Adam`), else unknown."""
-        default = param.default
-        if default is None:
-            return frozenset((OPAQUE,))
-        name = dotted_name(default)
-        if name is not None and name.split(".")[0] in self.program.imports.aliases:
-            known = library_value(self, default)
-            if known:
-                return known
-        return frozenset((OPAQUE,))
+        known = library_value(self, param.default) if param.default is not None else EMPTY
+        return known or frozenset((OPAQUE,))
 
     # ------------------------------------------------------------ values
 

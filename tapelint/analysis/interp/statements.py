@@ -30,7 +30,7 @@ from tapelint.analysis.model import (
     TupleVal,
     Value,
 )
-from tapelint.analysis.names import bound_in, target_names
+from tapelint.analysis.names import binding_counts, bound_in
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.syntax import per_analysis, self_assignments, walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
@@ -328,9 +328,7 @@ def _integer(expr: cst.BaseExpression, frame: Optional[Frame]) -> Optional[int]:
 @per_analysis
 def _module_integers(module: cst.Module) -> dict[str, int]:
     """The names the module binds exactly once anywhere, at its top level, to an integer literal."""
-    counts: dict[str, int] = {}
-    for name in (n for stmt in walk_statements(module.body) for n in _names_bound_by(stmt)):
-        counts[name] = counts.get(name, 0) + 1
+    counts = binding_counts(module)
     if "*" in counts:
         return {}  # a star import may bind any of them
     found: dict[str, int] = {}
@@ -346,44 +344,20 @@ def _module_integers(module: cst.Module) -> dict[str, int]:
                     and not any(type(e) is cst.StarredElement for e in (*target.elements, *value.elements))):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]  # `n_g, n_d = 2, 1`
             for bound, literal in pairs:
-                if type(bound) is cst.Name and type(literal) is cst.Integer and counts.get(bound.value) == 1:
+                if type(bound) is cst.Name and type(literal) is cst.Integer and counts[bound.value] == 1:
                     found[bound.value] = int(literal.value, 0)
     return found
-
-
-def _names_bound_by(stmt: cst.CSTNode) -> set[str]:
-    """The names one statement binds itself (a definition's, an import's, a
-    `global` declaration's, its targets), not the statements inside it. A
-    comprehension's or walrus's names count too: more names, never fewer."""
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-        return {stmt.name.value}
-    if isinstance(stmt, cst.Global):
-        return {item.name.value for item in stmt.names}
-    if isinstance(stmt, (cst.Import, cst.ImportFrom)):
-        if isinstance(stmt.names, cst.ImportStar):
-            return {"*"}
-        return {(alias.evaluated_alias or alias.evaluated_name).split(".")[0] for alias in stmt.names}
-    if isinstance(stmt, cst.For):
-        return target_names(stmt.target)
-    if isinstance(stmt, cst.With):
-        return {name for item in stmt.items if item.asname is not None for name in target_names(item.asname.name)}
-    if isinstance(stmt, cst.BaseSmallStatement):
-        return bound_in(stmt)
-    return set()
 
 
 @per_analysis
 def _locally_bound(scope: cst.CSTNode) -> frozenset[str]:
     """The names a function binds itself: its parameters and targets."""
-    bound = set(bound_in(scope.body)) if isinstance(scope, cst.FunctionDef) else set()
-    if isinstance(scope, cst.FunctionDef):
-        params = scope.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            bound.add(param.name.value)
-        for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
-                bound.add(star.name.value)
-    return frozenset(bound)
+    if not isinstance(scope, cst.FunctionDef):
+        return frozenset()
+    params = scope.params
+    named = [*params.posonly_params, *params.params, *params.kwonly_params]
+    named += [star for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)]
+    return frozenset(bound_in(scope.body) | {param.name.value for param in named})
 
 
 def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
