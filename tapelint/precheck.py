@@ -51,8 +51,9 @@ _TRACKING = (
     "Parameter(", "parameters(", "from_pretrained(", "from_config(", "get_peft_model(", "instantiate(",
 ) + tuple(f"{m}(" for m in PARAMETRIC_MODULES)
 _LOOPS = ("for ", "while ")
-# `+=`, `list.append(`, or an assignment whose value adds or subtracts (`t = t + x`)
-_ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", "+", "-")
+# `+=`, `list.append(`, `total.add_(`, or an assignment whose value adds or subtracts (`t = t + x`)
+_ACCUMULATING = ("+=", "-=", ".append(", ".extend(", ".insert(", ".add(", ".update(", ".setdefault(", ".add_(",
+                 ".sub_(", "+", "-")
 # `t = t + x` (or `-`): a target added to itself, however it is spelled after the `=`.
 _RESUMMING = re.compile(
     r"^[ \t]*([\w.]+)[ \t]*=(?!=)[^\n]*?\b\1\b[^\n]*?[-+]|^[ \t]*([\w.]+)[ \t]*=(?!=)[^\n]*?[-+][^\n]*?\b\2\b",

@@ -106,6 +106,22 @@ NO_EDIT = {
     "tl007_optimizer_built_by_class_parameter.py": (
         "the step is `self.qf_optimizer.step()`, an attribute's: the reorder edit moves only a step of a name "
         "(what lies between may reach the optimizer through `self`)", {"reorder", "recompute", "combine"}),
+    "tl003_meters_created_per_stat_name.py": (
+        "the total is a meter's `self.sum += value * n`, in a helper whose callers also hand it numbers (the "
+        "step's `mae`): an edit there is not known to work for every call", {"detach", "item"}),
+    "tl003_callback_notified_by_name.py": (
+        "the total is a callback's `self.total += loss`, in a method whose callers decide what `loss` is: an "
+        "edit there is not known to work for every call", {"detach", "item"}),
+    "tl003_step_outputs_kept_with_loss.py": (
+        "what the loop keeps is the step's dict, which holds the loss under one key: `.detach()`/`.item()` of "
+        "the dict is no edit", {"detach", "item"}),
+    "tl005_stateful_neurons_in_sequential_not_reset.py": (
+        "the membrane is remade at every time step of an inner loop whose steps must chain: a detach where it is "
+        "remade would cut them apart; the fix is a reset of each neuron before each batch, whose place is the "
+        "user's decision", {"detach"}),
+    "tl001_features_returned_by_helper_before_loop.py": (
+        "the features are made inside the backbone's `embed`, returned to a call before the loop: running that "
+        "call under `torch.no_grad()` or in the loop is the user's decision at the call", {"detach", "recompute"}),
     "tl007_submodules_added_by_name.py": (
         "the step is `self.dis_optimizer.step()`, an attribute's: the reorder edit moves only a step of a name "
         "(what lies between may reach the optimizer through `self`)", {"reorder", "recompute", "combine"}),
@@ -225,6 +241,7 @@ def test_safe_fixes_only_touch_reported_totals():
         "tl003_criterion_value_not_named_loss.py": ["running += q.item()"],
         "tl003_loss_or_zero_accumulated.py": ["total += float(term)"],
         "tl003_number_helper_keeps_a_tensor.py": ["total += as_float(loss).detach()"],
+        "tl003_running_total_add_inplace.py": ["running.add_(loss.item())  # should be loss.detach() (or loss.item())"],
     }
 
 

@@ -149,7 +149,7 @@ def test_declarations_are_consistent(path: Path):
             # so a total of backwarded losses grows only under torch; an evaluation loop's grows in both.
             grows_in = tuple(p for p in ("torch", "strict") if getattr(spec, p).kind == "grows")
             assert e.profiles == grows_in, "TL003 is reported under exactly the semantics whose run grows"
-            assert "+=" in line or ".append(" in line or re.search(r"(\w+) = \1 \+", line), (
+            assert "+=" in line or re.search(r"\.(append|add_|sub_)\(", line) or re.search(r"(\w+) = \1 \+", line), (
                 f"TL003 {e.line}: primary must be the accumulating statement"
             )
             if not torch_failing:

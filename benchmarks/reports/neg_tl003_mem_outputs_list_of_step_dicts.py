@@ -1,6 +1,5 @@
 # fixture: the merged fix: the trainer replaces the dict's 'loss' by `output['loss'].detach()` before appending it to `outputs`
 # source: https://github.com/TRI-ML/packnet-sfm/pull/51
-# missed: false TL003: `output['loss'] = output['loss'].detach()` replaces one key of a dict, but a dict's values are one element set, so the tracked loss still counts as held when the dict is appended
 # torch: ok
 # strict: ok
 

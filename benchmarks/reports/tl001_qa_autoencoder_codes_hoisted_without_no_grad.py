@@ -1,9 +1,8 @@
 # fixture: features are encoded once by a pre-trained autoencoder before the training loop, without torch.no_grad(); the classifier's own forward returns (out, loss, accuracy) and each batch backwards it, so the second batch walks the encoder graph the first batch freed
 # source: https://devgem.io/posts/understanding-pytorch-s-runtimeerror-backward-through-the-graph-a-second-time
-# expect: TL001 47 torch strict
-# missed: reported at line 20 (`code = self.encoder(x)` inside AutoEncoder.forward) instead of the hoisting call at line 47, naming forward's local `code` rather than `X_train_tensor`
-# torch: fails 59 node 20
-# strict: fails 59 node 20
+# expect: TL001 46 torch strict
+# torch: fails 58 node 19
+# strict: fails 58 node 19
 
 import torch
 import torch.nn as nn

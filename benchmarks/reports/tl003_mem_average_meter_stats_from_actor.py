@@ -1,7 +1,6 @@
 # fixture: an LTR-style trainer feeds the actor's stats dict, which holds the tracked loss tensors, to AverageMeter.update, whose `self.sum += val * n` keeps every batch's graph reachable from the meters in self.stats
 # source: https://github.com/visionml/pytracking/pull/313
-# expect: TL003 20 torch
-# missed: the meters live in a dict of dicts on the trainer (`self.stats[loader.name][name].update(val, n)`): a method called on an element of a container held on `self` is not interpreted, so `self.sum += val * n` is never seen adding the tracked loss
+# expect: TL003 19 torch
 # torch: grows
 # strict: ok
 

@@ -1,7 +1,7 @@
 # fixture: a skorch-style net runs validation_step without no_grad and notifies its callbacks; an EpochScoring callback caches every validation batch's y_pred (`self.y_preds_.append(y_pred)`) for the epoch-end score, so every batch's graph stays alive
 # source: https://github.com/skorch-dev/skorch/issues/218
 # expect: TL003 33 torch strict
-# missed: the cached predictions are appended by a callback object the net notifies (`cb.on_batch_end(net, y_pred=...)` over a list of callbacks): calls on the elements of a list of project objects are not interpreted
+# missed: the callbacks now run (`getattr(cb, method_name)(self, **cb_kwargs)` with the method named by `notify`'s literal argument, `**step` bound key by key), but what the validation loop keeps is the model's predictions, not a loss: an evaluation loop's retention is reported only for a loss-like value that is only reported after the loop, and the cached predictions are computed with (`torch.cat(self.y_preds_).argmax(1)`)
 # torch: grows
 # strict: grows
 

@@ -1,9 +1,8 @@
 # fixture: spiking CNN whose leaky neurons keep their membrane potential on self (init_hidden style); the training loop's forward_pass never resets them, so batch 2 backwards into batch 1's freed graph through the membrane
 # source: https://github.com/jeshraghian/snntorch/issues/250
-# expect: TL005 67 torch strict
-# missed: the stateful neurons are user modules inside an `nn.Sequential(...)`: calling the Sequential runs torch's layer model, not each user module's `forward`, so what they keep on `self` is not seen (running them needs the reset idiom too, `for m in net.modules(): m.reset_mem()`, as a strong update per module, or the corrected program reads as carrying)
-# torch: fails 70 node 23
-# strict: fails 70 node 23
+# expect: TL005 66 torch strict
+# torch: fails 69 node 22
+# strict: fails 69 node 22
 
 import torch
 import torch.nn as nn

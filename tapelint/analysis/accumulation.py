@@ -13,7 +13,7 @@ gradient accumulation done right and is never reported.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import libcst as cst
@@ -76,36 +76,48 @@ class Accumulations:
         # backward after its loop is that loss's computation: its run with
         # unknown callers (a method analysed on its own) says nothing more.
         statements: set[int] = {id(acc.statement) for acc in self.records.values() if _backwarded_after(store, acc)}
-        for acc in self.records.values():
-            if id(acc.statement) in statements or acc.no_grad:
+        for recorded in self.records.values():
+            if id(recorded.statement) in statements or recorded.no_grad:
                 continue
-            if acc.node is not None and _feeds_the_loss(store, acc):
-                continue  # carried state that the loss is computed from: TL005's
-            fresh = [v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
-                     and self._made_per_iteration(v, acc)]
-            if not fresh or not _outlives(acc):
-                continue
-            if _backwarded_after(store, acc):
-                continue
-            with_backward = _walked_in_loop(store, acc, fresh)
-            if not with_backward:
-                if not any(self._made_from_a_loss(v, acc) for v in fresh):
-                    continue
-                if not _only_reported_after(self.loop_sites, acc):
-                    continue
-            value = fresh[0]
-            statements.add(id(acc.statement))
-            found[acc.node if acc.node is not None else value] = AccumulationHazard(
-                value=_added_name(acc.statement, value, store),
-                definition=value.site,
-                fails_under_torch=True,
-                loop=acc.loop,
-                accumulator=acc.statement,
-                accumulator_target=acc.target,
-                retention_with_backward=with_backward,
-                also=(),
-            )
+            # The innermost loop first; then each loop around it: a meter's
+            # `self.sum += val` runs in a loop over the step's statistics, and
+            # the step's backward is in the loop around that one.
+            for loop in reversed(recorded.loops):
+                acc = recorded if loop is recorded.loop else replace(recorded, loop=loop)
+                hazard = self._hazard(store, acc)
+                if hazard is not None:
+                    statements.add(id(acc.statement))
+                    found[acc.node if acc.node is not None else hazard[0]] = hazard[1]
+                    break
         return found
+
+    def _hazard(self, store: StoreView, acc: Accumulation) -> Optional[tuple[AbstractNode, AccumulationHazard]]:
+        """The finding of `acc` over its loop (and the value it names), if it is one."""
+        if acc.node is not None and _feeds_the_loss(store, acc):
+            return None  # carried state that the loss is computed from: TL005's
+        fresh = [v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
+                 and self._made_per_iteration(v, acc)]
+        if not fresh or not _outlives(acc):
+            return None
+        if _backwarded_after(store, acc):
+            return None
+        with_backward = _walked_in_loop(store, acc, fresh)
+        if not with_backward:
+            if not any(self._made_from_a_loss(v, acc) for v in fresh):
+                return None
+            if not _only_reported_after(self.loop_sites, acc):
+                return None
+        value = fresh[0]
+        return value, AccumulationHazard(
+            value=_added_name(acc.statement, value, store),
+            definition=value.site,
+            fails_under_torch=True,
+            loop=acc.loop,
+            accumulator=acc.statement,
+            accumulator_target=acc.target,
+            retention_with_backward=with_backward,
+            also=(),
+        )
 
     def _made_per_iteration(self, value: AbstractNode, acc: Accumulation) -> bool:
         return acc.loop in value.loops or self._yielded_per_iteration(value, acc)
@@ -194,11 +206,22 @@ def _added_name(statement: cst.CSTNode, value: AbstractNode, store: StoreView) -
     (`meta_valid_error += evaluation_error`), which the reader sees there,
     rather than the one it was made under in a function called for it
     (`valid_error` inside `fast_adapt`)."""
-    if type(statement) is cst.AugAssign and type(statement.value) in (cst.Name, cst.Attribute):
-        name = dotted_name(statement.value)
+    if type(statement) is cst.AugAssign:
+        name = _spelled(statement.value)
         if name is not None:
             return name
     return store.display_name(value)
+
+
+def _spelled(expr: cst.BaseExpression) -> Optional[str]:
+    """`loss`, `out.loss`, `losses[name]`, `losses["total"]` as written; None
+    for anything longer."""
+    if type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
+        base, index = dotted_name(expr.value), expr.slice[0].slice.value
+        if base is not None and type(index) in (cst.Name, cst.SimpleString, cst.Integer):
+            return f"{base}[{index.value}]"  # type: ignore[attr-defined]
+        return None
+    return dotted_name(expr)
 
 
 def _backwarded_after(store: StoreView, acc: Accumulation) -> bool:

@@ -70,12 +70,13 @@ def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path:
     length, sizes the work budget; `path`, where it is, resolves its
     first-party imports (none without it); `names`, the module's index when
     the caller keeps one (its fixes read it too)."""
+    names = names or ModuleNames(module)
     try:
         with reads.one_view():
-            analysis = ModuleAnalysis(module, settings, lines, path)
+            analysis = ModuleAnalysis(module, settings, lines, path, names)
             analysis.run()
         hazards = with_roles(analysis.results(), analysis.steps)
-        found = relocate(hazards, analysis.program, analysis.contexts(), names or ModuleNames(module))
+        found = relocate(hazards, analysis.program, analysis.contexts(), names)
         found = with_shapes(found, analysis.store.shapes, analysis.store.bound_shapes, module)
         remember([item.hazard for item in found])  # what the detach fixes ask of the graph, before it goes
         analysis.store.release()
@@ -104,10 +105,11 @@ class OutOfBudget(Exception):
 class ModuleAnalysis:
     """One module's analysis: its program, node store, hazard log and accumulations."""
 
-    def __init__(self, module: cst.Module, settings: Settings, lines: int = 0, path: str = "") -> None:
+    def __init__(self, module: cst.Module, settings: Settings, lines: int = 0, path: str = "",
+                 names: Optional[ModuleNames] = None) -> None:
         self.program = Program.root(module, settings, path) if path else Program.of(module, settings)
         self.store = NodeStore(module)
-        self.log = HazardLog(self.store)
+        self.log = HazardLog(self.store, names or ModuleNames(module))
         self.accumulations = Accumulations()
         self.steps = StepLog()
         self.module_env: dict[str, Vals] = {}

@@ -71,6 +71,10 @@ class HoistedHazard(ReuseHazard):
     kept_in: Optional[cst.CSTNode]  # where the container that keeps it was created (`self.saved = []`)
     # Set by `analysis.fix_facts` once the module is interpreted (unknown until then):
     definition_shape: ValueShape = ValueShape.OTHER  # what `definition` evaluates to
+    # Where the user acts, when it is not the definition: a value created
+    # inside a function that the loop's scope calls before the loop
+    # (`codes, _ = autoencoder(x)`) is reported at that call.
+    anchor: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.names import bindings
 from tapelint.analysis.shapes import ValueShape, expression_shape, joined
 from tapelint.analysis.syntax import walk_statements
-from tapelint.analysis.torch_api import callee_name
+from tapelint.analysis.torch_api import IN_PLACE_ADDERS, callee_name
 from tapelint.analysis.updates import StepLog, branch_role
 
 
@@ -128,7 +128,8 @@ class ModuleShapes:
 
 
 def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression]:
-    """The expression added to the total: `total += v`, `total = total + v`, `xs.append(v)`."""
+    """The expression added to the total: `total += v`, `total = total + v`,
+    `xs.append(v)`, `total.add_(v)`."""
     statement = hazard.accumulator
     if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign):
         return statement.value
@@ -141,6 +142,9 @@ def accumulated_value(hazard: AccumulationHazard) -> Optional[cst.BaseExpression
                     return other
     if isinstance(statement, cst.Call) and callee_name(statement) == "append" and len(statement.args) == 1:
         return statement.args[0].value
+    if (isinstance(statement, cst.Call) and callee_name(statement) in IN_PLACE_ADDERS and statement.args
+            and statement.args[0].keyword is None and statement.args[0].star == ""):
+        return statement.args[0].value  # `total.add_(v)`, `total.add_(v, alpha=0.5)`
     return None
 
 

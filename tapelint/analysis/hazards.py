@@ -36,7 +36,10 @@ from tapelint.analysis.model import (
     Loop,
     Retains,
     StepEvent,
+    TupleVal,
+    container_key,
 )
+from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.staleness import module_name, stale_walks
 from tapelint.analysis.state import Key, State
 from tapelint.analysis.store import StoreView
@@ -124,8 +127,9 @@ def feeds_itself(node: AbstractNode, loop: Loop) -> bool:
 class HazardLog:
     """The hazards of one module, recorded as backward events happen."""
 
-    def __init__(self, store: StoreView) -> None:
+    def __init__(self, store: StoreView, names: ModuleNames) -> None:
         self.store = store
+        self.names = names  # the module's parents, for the statement of a call
         self.hazards: dict[tuple, ReuseHazard | RetainHazard | StaleHazard] = {}
         self.reused_nodes: dict[tuple, AbstractNode] = {}  # hazard key -> the reused node
 
@@ -224,7 +228,8 @@ class HazardLog:
             assert loop is not None
             hazard = HoistedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
                                    (), loop=loop, earlier_iteration=age is not None,
-                                   kept_in=self._container_holding(node, state) if age is not None else None)
+                                   kept_in=self._container_holding(node, state) if age is not None else None,
+                                   anchor=self._hoisting_call(event, node, loop, state) if age is None else None)
         elif kind is HazardKind.REPEATED:
             hazard = RepeatedHazard(name, node.site, fails_under_torch, saves_assumed, strict_only, op, first, event,
                                     (), loop=loop)
@@ -258,6 +263,26 @@ class HazardLog:
             anchor=_call_in(scope, node.context),
         )
 
+    def _hoisting_call(self, event: BackwardEvent, node: AbstractNode, loop: Loop, state: State) -> Optional[cst.Call]:
+        """The call outside `loop`, in the scope that runs both it and the
+        backward, that returned `node` made inside another function
+        (`codes, _ = autoencoder(x)` before the loop, `code = self.encoder(x)`
+        in `forward`): one of the names its assignment binds holds `node`
+        still. None when `node` was made in that scope, by a call inside the
+        loop (a cache filled on the first iteration), or kept by the call
+        elsewhere (a closure it returns, a list on `self`)."""
+        call = _call_in(_shared_prefix(event.context, node.context), node.context)
+        if call is None or loop.implicit or any(n is call for n in walk_nodes(loop.node)):
+            return None
+        statement = self.names.parent(call)
+        if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):
+            return None
+        target = statement.targets[0].target
+        bound = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        held = [v for t in bound if type(t) is cst.Name for v in state.env.get(t.value, ())]
+        return call if any(v is node or (isinstance(v, TupleVal) and any(node in item for item in v.items))
+                           for v in held) else None
+
     def _container_holding(self, node: AbstractNode, state: State) -> Optional[cst.CSTNode]:
         """Where the list or dict that holds `node` as an element was created
         (`self.saved_log_probs = []`), when one does: an earlier iteration's
@@ -265,7 +290,7 @@ class HazardLog:
         for key, vals in state.env.items():
             if key.startswith("<list@") and any(v is node or (isinstance(v, Carried) and v.node is node)
                                                 for v in vals):
-                return self.store.list_site(key)
+                return self.store.list_site(container_key(key))
         return None
 
     def _check_retained(self, event: BackwardEvent, graph: dict[Key, list[Key]], state: State) -> None:

@@ -134,6 +134,10 @@ class ModuleRef:
     # store on it after `__init__` lives (`self.hidden` that one `forward`
     # leaves and the next reads), as an object's attributes do.
     instance: Optional[ObjectRef] = field(default=None, repr=False)
+    # An `nn.Sequential` holding modules of the project (stateful neurons):
+    # what each of its arguments may be, in order. Calling it runs them one
+    # after the other, each user module's `forward` on its own instance.
+    layers: tuple[frozenset, ...] = field(default=(), repr=False)
 
     @property
     def owner(self) -> Optional[cst.CSTNode]:
@@ -162,14 +166,23 @@ class ClassRef:
 @dataclass(eq=False)
 class ListRef:
     """A list or dict object created at `site`; its elements live in the
-    environment under `ListRef.key`, so appends are visible to every alias."""
+    environment under `ListRef.key`, so appends are visible to every alias.
+    Of a mapping (`mapping`), the elements are its values: iterating it
+    yields its keys, which hold nothing the analysis knows."""
 
     site: cst.CSTNode
     loops: tuple[Loop, ...]
+    mapping: bool = False
 
     @property
     def key(self) -> str:
         return f"<list@{id(self)}>"
+
+
+def container_key(key: str) -> str:
+    """The container a state key belongs to: the key itself, or of a
+    mapping's slot (`analysis.mappings`), its mapping's."""
+    return key[:key.index(">") + 1] if key.startswith("<list@") else key
 
 
 # Tuples nest at most this deep in the abstract state: a tuple rebuilt from
@@ -244,6 +257,15 @@ class ObjectRef:
     @property
     def prefix(self) -> str:
         return f"<obj@{id(self)}>."
+
+
+@dataclass(frozen=True)
+class MethodRef:
+    """A method of a project object read as a value (`hook = obj.on_step`,
+    `getattr(cb, "on_batch_end")`): calling it runs the method on the object."""
+
+    obj: ObjectRef
+    name: str
 
 
 @dataclass(frozen=True)

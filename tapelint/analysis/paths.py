@@ -21,6 +21,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.syntax import string_text
 
 # The literals a fact may compare with, and their truthiness.
 _FALSY = frozenset(("None", "False", "0", "0.0", "''", '""'))
@@ -68,6 +69,15 @@ def contradicts(a: Fact, b: Fact) -> bool:
 def consistent(facts: Iterable[Fact], more: Iterable[Fact]) -> bool:
     more = tuple(more)
     return not any(contradicts(a, b) for a in facts for b in more)
+
+
+def known_string(facts: Facts, key: str) -> Optional[str]:
+    """The string literal the path's facts say `key` equals (`method_name ==
+    "on_batch_end"`), if any."""
+    for fact in facts:
+        if fact.key == key and fact.holds and fact.literal is not None:
+            return string_text(fact.literal)
+    return None
 
 
 def literal_text(expr: cst.BaseExpression) -> Optional[str]:

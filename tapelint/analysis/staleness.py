@@ -51,6 +51,7 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.state import EMPTY, Key, State, Vals
 from tapelint.analysis.store import StoreView
+from tapelint.analysis.submodules import sequential_layers
 from tapelint.analysis.syntax import keyword_value, walk_nodes
 from tapelint.analysis.torch_api import PARAMETER_METHODS
 from tapelint.analysis.walks import key_of, steps, walk
@@ -264,6 +265,7 @@ def owners(frame: Frame, roots: Iterable[cst.CSTNode]) -> frozenset:
             for value in vals:
                 if isinstance(value, ModuleRef) and value.owner is not None:
                     stack.append(value.owner)
+                    stack.extend(layer.owner for layer in sequential_layers(value) if layer.owner is not None)
                 elif isinstance(value, AbstractNode) and value.leaf and value is not OPAQUE \
                         and value.tracked is not Tracked.NO:
                     stack.append(value.site)

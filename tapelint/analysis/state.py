@@ -31,6 +31,7 @@ from tapelint.analysis.model import (
     StepEvent,
     TupleVal,
     Value,
+    container_key,
     spread,
 )
 from tapelint.analysis.paths import CONDITIONED_ROOTS, NO_FACTS, Facts, consistent, fact_roots, mentions
@@ -292,8 +293,8 @@ def without_garbage(state: State, loop: Loop, lists: Callable[[], Iterable[ListR
     if not dead:
         return state
     pruned = state.copy()
-    for key in dead:
-        del pruned.env[key]
+    for key in [k for k in pruned.env if k.startswith("<list@") and container_key(k) in dead]:
+        del pruned.env[key]  # the elements, and a mapping's slots
     return pruned
 
 

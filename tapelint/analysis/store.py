@@ -66,6 +66,7 @@ class NodeStore:
         self.module = module
         self.nodes: dict[tuple, AbstractNode] = {}
         self.lists: dict[tuple, ListRef] = {}
+        self._slot_names: dict[str, set[str]] = {}  # a mapping's key -> its literal keys ever stored
         # The keys of the containers created under each call chain and every
         # chain it extends (`lists_within`, asked at every inlined call).
         self._lists_under: dict[tuple, set[str]] = {}
@@ -154,16 +155,20 @@ class NodeStore:
         """The node already created for `site` at `where`, if any."""
         return self.nodes.get((site, where.context, where.loops))
 
-    def new_list(self, site: cst.CSTNode, where: Placement) -> ListRef:
+    def new_list(self, site: cst.CSTNode, where: Placement, mapping: bool = False) -> ListRef:
         key = (site, where.context, where.loops)
         lst = self.lists.get(key)
         if lst is None:
-            lst = self.lists[key] = ListRef(site, where.loops)
+            lst = self.lists[key] = ListRef(site, where.loops, mapping)
             context = where.context
             if type(context) is tuple:
                 for depth in range(len(context) + 1):
                     self._lists_under.setdefault(context[:depth], set()).add(lst.key)
         return lst
+
+    def slot_names(self, lst: ListRef) -> set[str]:
+        """The literal keys a mapping ever held in a slot (`analysis.mappings`)."""
+        return self._slot_names.setdefault(lst.key, set())
 
     def list_site(self, key: str) -> Optional[cst.CSTNode]:
         """Where the container whose state key is `key` was created."""

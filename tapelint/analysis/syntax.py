@@ -132,6 +132,14 @@ def whole_slice(target: cst.Subscript) -> bool:
     return whole.lower is None and whole.upper is None and whole.step is None
 
 
+def literal_key(target: cst.Subscript) -> Optional[str]:
+    """`"loss"` of `d["loss"]`: the key when it is one plain string literal."""
+    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Index:
+        return None
+    index = target.slice[0].slice.value
+    return plain_string(index) if type(index) is cst.SimpleString else None
+
+
 def walk_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`root` and every node below it, in source order (pre-order)."""
     stack = [root]
@@ -146,7 +154,11 @@ def plain_string(literal: cst.SimpleString) -> Optional[str]:
     (`"v"`, `'log_pi'`), else None. (Not libcst's `evaluated_value`: its
     `ast.literal_eval` leaves a reference cycle behind at every call, which
     would keep each linted tree alive until a full collection.)"""
-    text = literal.value
+    return string_text(literal.value)
+
+
+def string_text(text: str) -> Optional[str]:
+    """`plain_string` of a string literal's source text."""
     quote = text[:1]
     if len(text) < 2 or quote not in ("'", '"') or text[-1] != quote or text[:3] == quote * 3 or "\\" in text:
         return None

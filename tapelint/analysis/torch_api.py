@@ -90,6 +90,8 @@ MODULE_IDENTITY_METHODS = frozenset(
     ("to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "type", "share_memory")
 )
 PARAMETER_METHODS = frozenset(("parameters", "named_parameters", "buffers", "named_buffers"))
+# `nn.Module` methods that iterate the modules it holds.
+SUBMODULE_METHODS = frozenset(("modules", "children"))
 # Library calls that iterate over the elements of their arguments in turn
 # (`itertools.chain(g.parameters(), e.parameters())` handed to an optimizer).
 CHAINING_CALLS = frozenset(("itertools.chain",))
@@ -165,11 +167,18 @@ TUPLE_STATE_MODULES = frozenset({"LSTM", "LSTMCell"})
 # Python builtins and container methods, as the interpreter models them.
 BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 PASS_THROUGH_BUILTINS = frozenset(
-    ("list", "tuple", "sorted", "reversed", "iter", "next", "zip", "enumerate", "dict", "set", "filter", "map")
+    ("list", "tuple", "sorted", "reversed", "iter", "next", "zip", "enumerate", "set", "filter", "map")
 )
+# What `isinstance(v, C)` tests for a tensor.
+TENSOR_CLASSES = frozenset(("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"))
+# Mapping classes whose call makes a new container, as `dict(...)` does.
+MAPPING_CLASSES = frozenset(("collections.OrderedDict", "collections.defaultdict"))
 LIST_ADDERS = frozenset(("append", "extend", "insert", "add", "update", "setdefault", "appendleft"))
 SEQUENCE_ADDERS = frozenset(("append", "extend", "insert", "appendleft"))
 LIST_GETTERS = frozenset(("pop", "get", "popleft", "values", "items", "copy"))
+# Tensor methods that add their first argument into the receiver in place
+# (`total.add_(loss)`: `total += loss` by another spelling).
+IN_PLACE_ADDERS = frozenset(("add_", "sub_"))
 
 
 # --- what a use of a value does with it (TL003: detection and fix safety) -------

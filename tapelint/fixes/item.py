@@ -12,7 +12,15 @@ import libcst as cst
 from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.fix_facts import accumulated_value
 from tapelint.analysis.shapes import ValueShape
-from tapelint.analysis.torch_api import NUMBER_CALLS, REDUCING_CALLS, TENSOR_READS, callee_name, only_reports
+from tapelint.analysis.syntax import walk_nodes
+from tapelint.analysis.torch_api import (
+    IN_PLACE_ADDERS,
+    NUMBER_CALLS,
+    REDUCING_CALLS,
+    TENSOR_READS,
+    callee_name,
+    only_reports,
+)
 from tapelint.diagnostics import Edit, Fix, FixKind, Safety
 from tapelint.fixes.context import SourceContext
 from tapelint.fixes.edits import NO_EDITS, fix_of, guarded, method_call_text
@@ -44,13 +52,15 @@ def accumulation_fixes(hazard: AccumulationHazard, ctx: SourceContext, item: str
 def _verdict(hazard: AccumulationHazard, ctx: SourceContext) -> tuple[bool, bool]:
     """(`.item()` is safe, `.detach()` is safe)."""
     use = total_use(hazard, ctx)
-    return use is TotalUse.NUMERIC and scalar_like(hazard), use is not TotalUse.OTHER
+    # `total.add_(v.item())` leaves the total the tensor it was, whatever reads it
+    item_use = use is not TotalUse.OTHER if _in_place(hazard) else use is TotalUse.NUMERIC
+    return item_use and scalar_like(hazard), use is not TotalUse.OTHER
 
 
 @guarded(NO_EDITS)
 def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) -> tuple[Edit, ...]:
     value = accumulated_value(hazard)
-    if value is None:
+    if value is None or _given_to_a_helper(hazard, value, ctx):
         return ()
     if method == "detach":
         # possibly a number, a dict, a list: `.detach()` exists on none of them
@@ -61,13 +71,27 @@ def _value_edits(hazard: AccumulationHazard, ctx: SourceContext, method: str) ->
     return (Edit(ctx.range_of(value), method_call_text(ctx, value, read)),) if read else ()
 
 
+def _given_to_a_helper(hazard: AccumulationHazard, value: cst.BaseExpression, ctx: SourceContext) -> bool:
+    """Is the accumulating statement in a helper outside the loop that runs
+    it (a meter's `update(self, val)`), adding what the helper's parameters
+    are given? Its callers may hand it numbers as well as the tracked loss
+    (`meters[name].update(value)` over a dict of both), so an edit there is
+    not known to work for every call."""
+    function = ctx.names.ancestor(hazard.accumulator, (cst.FunctionDef,))
+    if not isinstance(function, cst.FunctionDef) or ctx.names.within(hazard.loop.node, function):
+        return False
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                      *function.params.kwonly_params)}
+    return any(type(node) is cst.Name and node.value in params for node in walk_nodes(value))
+
+
 def total_use(hazard: AccumulationHazard, ctx: SourceContext) -> TotalUse:
     """The least forgiving use of the total anywhere in the module (other than
     binding or accumulating into it). Names are matched by spelling, not by
     scope, so a same-named variable elsewhere can only make this stricter."""
     names = ctx.names
     target = hazard.accumulator_target
-    is_list = isinstance(hazard.accumulator, cst.Call)
+    is_list = isinstance(hazard.accumulator, cst.Call) and not _in_place(hazard)
     uses: list[cst.CSTNode] = []
     if isinstance(target, cst.Name):
         uses = list(names.uses(target.value))
@@ -97,6 +121,11 @@ def total_use(hazard: AccumulationHazard, ctx: SourceContext) -> TotalUse:
         if kind in kinds:
             return kind
     return TotalUse.NUMERIC
+
+
+def _in_place(hazard: AccumulationHazard) -> bool:
+    """Is the total a tensor added into in place (`total.add_(v)`)?"""
+    return isinstance(hazard.accumulator, cst.Call) and callee_name(hazard.accumulator) in IN_PLACE_ADDERS
 
 
 def _constant_key(subscript: cst.Subscript) -> bool:

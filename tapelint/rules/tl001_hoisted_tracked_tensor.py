@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import HazardKind, HoistedHazard
-from tapelint.diagnostics import Diagnostic, Fix, FixKind, Safety
+from tapelint.diagnostics import Diagnostic, Fix, FixKind, Related, Role, Safety
 from tapelint.fixes.detach import definition_detach_edits
 from tapelint.fixes.edits import fix_of
 from tapelint.fixes.recompute import recompute_edits
@@ -16,6 +18,7 @@ from tapelint.rules.base import (
     Rule,
     Valid,
     assigned_name,
+    function_of,
     loop_phrase,
     reuse_related,
     semantics_note,
@@ -150,6 +153,8 @@ for step in range(3):
     )
 
     def report(self, hazard: HoistedHazard, ctx: ReportContext) -> Diagnostic:
+        if hazard.anchor is not None:
+            return self._report_at_call(hazard, hazard.anchor, ctx)
         name = hazard.value
         defined = ctx.line_of(hazard.definition)
         fails = ctx.line_of(hazard.fails_at.call)
@@ -177,6 +182,38 @@ for step in range(3):
             message=message + semantics_note(hazard),
             related=reuse_related(hazard, ctx),
             fixes=self._fixes(hazard, ctx),
+        )
+
+    def _report_at_call(self, hazard: HoistedHazard, call: cst.CSTNode, ctx: ReportContext) -> Diagnostic:
+        """The value was made inside a function that the loop's scope called
+        once, before the loop: reported at that call, under the name it
+        binds there, with where the function makes it as a related location.
+        The fixes are the user's at that call (detach what it returns, run
+        it under `torch.no_grad()`, or call it in the loop): descriptions."""
+        name = _bound_by(call, ctx) or abbreviate(ctx.code_of(call))
+        inner = f"`{hazard.value}`, line {ctx.line_of(hazard.definition)}"
+        where = function_of(hazard.definition, ctx)
+        message = (
+            f"`{name}` is computed once at line {ctx.line_of(call)} (by the call that makes {inner}), outside "
+            f"{loop_phrase(hazard, ctx)}; the backward at line {ctx.line_of(hazard.fails_at.call)} frees it "
+            f"{self._fails_when(hazard)}. Compute it under `torch.no_grad()` (or detach it) if it needs no "
+            f"gradient, or compute it inside the loop."
+        )
+        created = Related(Role.DEFINITION, ctx.path, ctx.range_of(hazard.definition),
+                          f"`{hazard.value}` is created here, inside `{where}`")
+        return self.diagnostic(
+            hazard,
+            ctx,
+            anchor=call,
+            message=message + semantics_note(hazard),
+            related=(created, *reuse_related(hazard, ctx)[1:]),
+            fixes=(
+                fix_of(FixKind.DETACH, Safety.UNSAFE,
+                       f"compute `{name}` under `torch.no_grad()`, or detach it after the call (it then gets no "
+                       f"gradient)", ()),
+                fix_of(FixKind.RECOMPUTE, Safety.UNSAFE, f"compute `{name}` inside the loop, once per iteration",
+                       ()),
+            ),
         )
 
     @staticmethod
@@ -230,3 +267,17 @@ def _container_name(site: cst.CSTNode, ctx: ReportContext) -> str:
             and len(statement.targets) == 1:
         return f"`{ctx.code_of(statement.targets[0].target)}` (created at line {ctx.line_of(site)})"
     return f"the container created at line {ctx.line_of(site)}"
+
+
+def _bound_by(call: cst.CSTNode, ctx: ReportContext) -> Optional[str]:
+    """The name the assignment of `call` binds (`X_train` of `X_train, _ =
+    encoder(x)`: the one name not spelled as discarded), if there is one."""
+    statement = ctx.names.parent(call)
+    if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0].target
+    if type(target) not in (cst.Tuple, cst.List):
+        return ctx.code_of(target)
+    kept = [e.value for e in target.elements  # type: ignore[attr-defined]
+            if not (type(e.value) is cst.Name and e.value.value.startswith("_"))]
+    return ctx.code_of(kept[0]) if len(kept) == 1 else None

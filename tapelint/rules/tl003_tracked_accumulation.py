@@ -19,7 +19,9 @@ class TrackedAccumulation(Rule[AccumulationHazard]):
     ## What it does
     Finds a tracked value accumulated into something that outlives the
     iteration of a loop over steps: `total += loss`, `total = total + loss`,
-    `history.append(loss)`, `d[k] += loss`.
+    `history.append(loss)`, `d[k] += loss`, `total.add_(loss)`. The total may
+    live in a helper the loop calls: a meter's `self.sum += val * n`, a
+    callback's list, reached through a dict of meters or a callback list.
 
     ## Why is this bad
     The running total holds the graph of every iteration it has seen.
@@ -61,7 +63,12 @@ class TrackedAccumulation(Rule[AccumulationHazard]):
       passed on) it is unsafe.
 
     Neither has an edit when the accumulated value may be something other
-    than one tensor (what a user function returns, a dict, a tuple).
+    than one tensor (what a user function returns, a dict, a tuple), nor
+    when the statement is in a helper outside the loop and adds what the
+    helper's parameters are given (a meter's `update(self, val)`: its
+    callers may hand it numbers too). For `total.add_(v)` the total stays
+    the tensor it was, so `.item()` needs only a value of one element and
+    a total that is not returned, stored or passed on.
     The safe fix is listed (and applied) first; when neither is safe,
     `.detach()` comes first as it keeps the total's type.
     """

@@ -150,9 +150,14 @@ def literal_parameters(fn: cst.FunctionDef, call: cst.CSTNode, method: bool) -> 
         params = params[1:]
     bound: dict[str, cst.BaseExpression] = {}
     positional = True
+    spread = False
     for i, arg in enumerate(call.args):
         if arg.star:
-            return NO_FACTS  # `f(*xs)`, `f(**kw)`: which parameter gets what is not known
+            # `f(*xs)`: which parameter the later arguments bind is not known;
+            # `f(**kw)`: nor which ones it binds: their defaults say nothing
+            positional = False
+            spread = True
+            continue
         if arg.keyword is not None:
             positional = False
             bound[arg.keyword.value] = arg.value
@@ -160,7 +165,7 @@ def literal_parameters(fn: cst.FunctionDef, call: cst.CSTNode, method: bool) -> 
             bound[params[i].name.value] = arg.value
     out = set()
     for param in params + list(fn.params.kwonly_params):
-        expr = bound.get(param.name.value, param.default)
+        expr = bound.get(param.name.value, None if spread else param.default)
         literal = literal_text(expr) if expr is not None else None
         if literal is not None:
             out.add(Fact(param.name.value, literal, True))

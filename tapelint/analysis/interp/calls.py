@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import staleness, torch_api
+from tapelint.analysis import mappings, paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import call_facts
 from tapelint.analysis.interp.statements import note_accumulation
@@ -25,6 +25,7 @@ from tapelint.analysis.model import (
     FunctionRef,
     LibraryObject,
     ListRef,
+    MethodRef,
     ModuleFactory,
     ModuleRef,
     ObjectRef,
@@ -32,11 +33,14 @@ from tapelint.analysis.model import (
     PartialRef,
     SelfRef,
     Tracked,
+    TupleVal,
     Value,
+    container_key,
     tuple_of,
 )
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
+from tapelint.analysis.submodules import submodules
 from tapelint.analysis.syntax import plain_string, walk_nodes
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.ops import Saves
@@ -55,8 +59,14 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     args: Args = []
     for arg in call.args:
         vals = frame.eval(arg.value, state)
-        if arg.star:
-            vals = frame.elements(vals, state)
+        if arg.star == "**" and len(vals) == 1 and isinstance(lst := next(iter(vals)), ListRef) and lst.mapping:
+            # `f(**step)` of a mapping with literal keys: one keyword argument per key
+            slots, vals = mappings.contents(state, lst, frame.store.slot_names(lst))
+            args.extend((name, held | vals) for name, held in slots.items())
+            if not vals:
+                continue
+        elif arg.star:
+            vals = frame.elements(vals, state, values=arg.star == "**")
         keyword = SPREAD if arg.star == "**" else arg.keyword.value if arg.keyword is not None else None
         args.append((keyword, vals))
     func = call.func
@@ -77,6 +87,8 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = args[0][1] if args else EMPTY  # `torch.compile(model)`, `DDP(model)`: the module itself
     elif name is not None and name in torch_api.MODULE_FACTORIES:
         result = _library_module(args, name)
+    elif name is not None and name in torch_api.MAPPING_CLASSES:
+        result = frozenset((new_mapping(frame, call, args, state, factory=name.endswith("defaultdict")),))
     elif name is not None and name in torch_api.CHAINING_CALLS:
         result = frozenset(v for _, vals in args for v in frame.elements(vals, state))
     elif name is not None and (name == "torch" or name.startswith("torch.")):
@@ -360,6 +372,16 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
         return frozenset((frame.store.parameter_leaf(module),))
     if method == "forward":
         return module_call(frame, call, func.value, module, args, state)
+    if method in torch_api.SUBMODULE_METHODS and not args:
+        # `for m in net.modules(): m.reset_mem()`: the modules it holds, itself first
+        held = submodules(frame, module)
+        mods = [module, *held] if method == "modules" else held
+        return frozenset((frame.new_list(call, frozenset(mods), state),))
+    if module.class_name in ops.MODULE_CONTAINERS and method in ("items", "values"):
+        # `for name, head in self.heads.items()`: each entry stands for the
+        # container, which owns what it holds (its keys are no tensors)
+        entry = tuple_of((EMPTY, frozenset((module,)))) if method == "items" else module
+        return frozenset((frame.new_list(call, frozenset((entry,)), state),))
     info = frame.user_class(module)
     if info is not None:
         if method in info.methods:
@@ -399,6 +421,24 @@ def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: Object
     if kept is not None:
         return call_values(frame, call, func, kept, args, state)
     return EMPTY
+
+
+def object_attribute(frame: Frame, expr: cst.BaseExpression, obj: ObjectRef, attr: str, state: State) -> Vals:
+    """An attribute of a project object; its `__class__` is its class and its
+    `__dict__` a mapping of every attribute it holds (`type(b)(**b.__dict__)`)."""
+    if attr == "__class__":
+        info = frame.program.class_info(obj.cls)
+        return frozenset((ClassRef(obj.cls, False, False),)) if info is not None and not info.is_module else EMPTY
+    if attr == "__dict__":
+        held = frozenset(v for key, vals in state.env.items() if key.startswith(obj.prefix) for v in vals)
+        return frozenset((frame.new_list(expr, held, state, mapping=True),))
+    kept = state.env.get(obj.prefix + attr)
+    if kept is not None:
+        return kept
+    info = frame.program.class_info(obj.cls)
+    if info is not None and attr in info.methods:
+        return frozenset((MethodRef(obj, attr),))  # called later, on the object
+    return frozenset((OPAQUE,))
 
 
 def _each_alternative(frame: Frame, state: State, calls: list) -> Vals:
@@ -484,22 +524,43 @@ def _field_names(frame: Frame, node: cst.ClassDef, depth: int) -> list[str]:
 
 def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef, method: str, args: Args,
                 state: State) -> Vals:
+    key = _literal_argument(call) if lst.mapping else None
     if method in torch_api.LIST_ADDERS:
         added: Vals = EMPTY
         for _, vals in args:
-            added |= frame.elements(vals, state) if method in ("extend", "update") else vals
-        state.env[lst.key] = state.env.get(lst.key, EMPTY) | added
+            if method == "update":
+                added |= frame.elements(vals, state, values=True)
+            else:
+                added |= frame.elements(vals, state) if method == "extend" else vals
+        found = mappings.read(state, lst, key) if method == "setdefault" else EMPTY
+        if lst.mapping:
+            mappings.add(state, lst, added)
+        else:
+            state.env[lst.key] = state.env.get(lst.key, EMPTY) | added
         note_accumulation(frame, call, func.value, [lst], added, state)
-        return EMPTY
+        return found | added if method == "setdefault" else EMPTY  # `d.setdefault(k, []).append(x)`
     if method == "clear":
-        state.env[lst.key] = EMPTY
+        if lst.mapping:
+            mappings.clear(state, lst, frame.store.slot_names(lst))
+        else:
+            state.env[lst.key] = EMPTY
         return EMPTY
     if method == "items":  # (key, value) pairs: the keys are no tensors the analysis knows
         pairs = frozenset((tuple_of((EMPTY, state.env.get(lst.key, EMPTY))),))
         return frozenset((frame.new_list(call, pairs, state),))
+    if method in ("get", "pop") and lst.mapping:  # `d.get("loss", 0)`: that key's value, or the default
+        return mappings.read(state, lst, key) | frozenset(v for _, vals in args[1:] for v in vals)
     if method in torch_api.LIST_GETTERS:
         return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
     return EMPTY
+
+
+def _literal_argument(call: cst.Call) -> Optional[str]:
+    """`"loss"` of `d.get("loss")`: a first argument that is a plain string literal."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star or type(first.value) is not cst.SimpleString:
+        return None
+    return plain_string(first.value)
 
 
 def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: Vals, args: Args,
@@ -535,6 +596,9 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 out |= unknown_call(frame, call, args, state, receiver_unknown=True)
         elif isinstance(value, ModuleRef):
             out |= module_call(frame, call, func, value, args, state)
+        elif isinstance(value, MethodRef) and (info := frame.program.class_info(value.obj.cls)) is not None:
+            out |= inline(frame, call, info.methods[value.name], args, state, owner=info, share_self=False,
+                          obj=value.obj)
         elif isinstance(value, SelfRef) and (method := _self_call_method(frame)) is not None:
             out |= inline(frame, call, method, args, state, owner=frame.owner)  # `self(x)` in a method
         elif isinstance(value, ModuleFactory):
@@ -567,8 +631,37 @@ def _self_call_method(frame: Frame) -> Optional[cst.FunctionDef]:
     return owner.methods.get("forward" if owner.is_module else "__call__")
 
 
+def new_mapping(frame: Frame, call: cst.Call, args: Args, state: State, factory: bool) -> ListRef:
+    """`dict(...)`, `OrderedDict(...)`, `defaultdict(factory, ...)`: a new
+    container holding the values of the mapping (or of the `(key, value)`
+    pairs) it is given, and of its keyword arguments; a later `d[k] = v`
+    adds to it, as to a `{}`."""
+    rest: set = set()
+    slots: dict[str, Vals] = {}
+    positional = [vals for keyword, vals in args if keyword is None][1 if factory else 0:][:1]
+    for vals in positional:
+        for source in vals:
+            if not isinstance(source, ListRef):
+                rest.add(source)  # a mapping the analysis does not hold: what it is
+            elif source.mapping and len(vals) == 1:  # a copy: its slots are this one's
+                slots, copied = mappings.contents(state, source, frame.store.slot_names(source))
+                rest |= copied
+            else:
+                for element in state.env.get(source.key, EMPTY):
+                    pair = not source.mapping and isinstance(element, TupleVal) and len(element.items) == 2
+                    rest |= element.items[1] if pair else {element}
+    for keyword, vals in args:
+        if keyword == SPREAD:
+            rest |= vals
+        elif keyword is not None:
+            slots[keyword] = vals
+    return frame.new_list(call, frozenset(rest), state, mapping=True, slots=slots)
+
+
 def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: State) -> Vals:
     store = frame.store
+    if name == "dict":
+        return frozenset((new_mapping(frame, call, args, state, factory=False),))
     if name == "sum" and args:
         parents = frame.graph_values(frame.elements(args[0][1], state), state)
         if not parents:
@@ -597,13 +690,39 @@ def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: Sta
                 out |= vals
         return frozenset(out)
     if name == "getattr":
-        return frozenset((OPAQUE,))
+        return _getattr(frame, call, args, state)
     return EMPTY
+
+
+def _getattr(frame: Frame, call: cst.Call, args: Args, state: State) -> Vals:
+    """`getattr(cb, "on_batch_end")`, or `getattr(cb, method_name)` where the
+    path knows which literal `method_name` is (a parameter the call bound to
+    one: skorch's `notify("on_batch_end", ...)`): that attribute of a project
+    object, or its method; anything else is unknown."""
+    name = None
+    if len(call.args) >= 2 and call.args[1].keyword is None:
+        attr = call.args[1].value
+        if type(attr) is cst.SimpleString:
+            name = plain_string(attr)
+        elif type(attr) is cst.Name:
+            name = paths.known_string(state.facts, attr.value)
+    out: set = set()
+    for value in args[0][1] if args and name is not None else ():
+        out |= object_attribute(frame, call, value, name, state) if isinstance(value, ObjectRef) and name else {OPAQUE}
+    if not out:
+        return frozenset((OPAQUE,))
+    return frozenset(out).union(*(vals for _, vals in args[2:3]))  # `getattr(obj, name, default)`
 
 
 def module_call(frame: Frame, call: cst.Call, func: cst.BaseExpression, module: ModuleRef, args: Args,
                 state: State) -> Vals:
-    """`module(x)`: a user module runs its `forward`; a torch layer is one node."""
+    """`module(x)`: a user module runs its `forward`; a torch layer is one
+    node; a Sequential of user modules runs each of them in turn."""
+    if module.layers and not module.frozen:
+        vals = args[0][1] if args else EMPTY
+        for layer in module.layers:
+            vals = call_values(frame, call, func, layer, [(None, vals)], state)
+        return vals
     info = frame.user_class(module)
     if info is not None and "forward" in info.methods and not module.frozen:
         result = inline(frame, call, info.methods["forward"], args, state, owner=info, share_self=False,
@@ -673,7 +792,8 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
     own = obj.prefix if obj is not None else None
     inner.env.update({k: v for k, v in state.env.items()
-                      if (k.startswith("<list@") and k not in fresh) or (share_self and k.startswith("self."))
+                      if (k.startswith("<list@") and container_key(k) not in fresh)
+                      or (share_self and k.startswith("self."))
                       or (k.startswith("<obj@") and not (own and k.startswith(own)))})
     if own:
         inner.env.update({"self." + k[len(own):]: v for k, v in state.env.items() if k.startswith(own)})

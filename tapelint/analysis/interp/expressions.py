@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths, staleness, torch_api
+from tapelint.analysis import mappings, paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.calls import eval_call, first_party, pretrained, torch_submodule
-from tapelint.analysis.interp.statements import fact_keys
+from tapelint.analysis.interp.calls import eval_call, first_party, object_attribute, pretrained, torch_submodule
+from tapelint.analysis.interp.statements import fact_keys, tensor_test
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -149,7 +149,7 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
             else:
                 out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
         elif isinstance(value, ObjectRef):
-            out |= _object_attribute(frame, expr, value, attr, state)
+            out |= object_attribute(frame, expr, value, attr, state)
         elif isinstance(value, SelfRef):
             out.add(OPAQUE)
         elif isinstance(value, (ListRef, TupleVal, FunctionRef, ClassRef)):
@@ -157,18 +157,6 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
         else:
             out.add(OPAQUE)
     return frozenset(out)
-
-
-def _object_attribute(frame: Frame, expr: cst.Attribute, obj: ObjectRef, attr: str, state: State) -> Vals:
-    """An attribute of a project object; its `__class__` is its class and its
-    `__dict__` a mapping of every attribute it holds (`type(b)(**b.__dict__)`)."""
-    if attr == "__class__":
-        info = frame.program.class_info(obj.cls)
-        return frozenset((ClassRef(obj.cls, False, False),)) if info is not None and not info.is_module else EMPTY
-    if attr == "__dict__":
-        held = frozenset(v for key, vals in state.env.items() if key.startswith(obj.prefix) for v in vals)
-        return frozenset((frame.new_list(expr, held, state),))
-    return state.env.get(obj.prefix + attr, frozenset((OPAQUE,)))
 
 
 def eval_binary(frame: Frame, expr: cst.BinaryOperation, state: State) -> Vals:
@@ -214,7 +202,10 @@ def eval_ifexp(frame: Frame, expr: cst.IfExp, state: State) -> Vals:
     known = paths.decide(expr.test, state.facts, fact_keys(frame, state))
     tested = _tests_for_a_number(expr.test) if known is None else None
     if tested is not None:
-        known = _a_tensor_is_no_number(frame, tested, state)
+        known = False if _only_tensors_with_history(frame, tested, state) else None
+    tensor = tensor_test(frame, expr.test) if known is None else None
+    if tensor is not None and _only_tensors_with_history(frame, tensor[0], state):
+        known = not tensor[1]  # `v.item() if isinstance(v, torch.Tensor) else v`, given a loss
     if known is not None:
         return frame.eval(expr.body if known else expr.orelse, state)
     return frame.eval(expr.body, state) | frame.eval(expr.orelse, state)
@@ -232,15 +223,14 @@ def _tests_for_a_number(test: cst.BaseExpression) -> Optional[cst.BaseExpression
     return test.args[0].value if all(dotted_name(n) in _NUMBER_TYPES for n in names) else None
 
 
-def _a_tensor_is_no_number(frame: Frame, tested: cst.BaseExpression, state: State) -> Optional[bool]:
-    """False when `tested` holds only tensors with history: no Python number
-    (pyro's `torch_item`, `x if isinstance(x, numbers.Number) else x.item()`,
-    given a loss takes the `.item()` arm); None when not known."""
+def _only_tensors_with_history(frame: Frame, tested: cst.BaseExpression, state: State) -> bool:
+    """Does `tested` hold only tensors with history? Then it is no Python
+    number (pyro's `torch_item`, `x if isinstance(x, numbers.Number) else
+    x.item()`, given a loss takes the `.item()` arm) and it is a tensor."""
     vals = frame.eval(tested, state)
     nodes = [v.node if isinstance(v, Carried) else v for v in vals]
-    if nodes and all(isinstance(n, AbstractNode) and n is not OPAQUE and frame.store.is_tracked(n) for n in nodes):
-        return False
-    return None
+    return bool(nodes) and all(isinstance(n, AbstractNode) and n is not OPAQUE and frame.store.is_tracked(n)
+                               for n in nodes)
 
 
 def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
@@ -264,7 +254,7 @@ def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
     tensors = []
     for value in base:
         if isinstance(value, ListRef):
-            out |= state.env.get(value.key, EMPTY)
+            out |= mappings.read(state, value, literal_key) if value.mapping else state.env.get(value.key, EMPTY)
         elif isinstance(value, TupleVal):
             if literal_index is not None and -len(value.items) <= literal_index < len(value.items):
                 out |= value.items[literal_index]
@@ -306,14 +296,27 @@ def eval_sequence(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
 
 
 def eval_dict(frame: Frame, expr: cst.Dict, state: State) -> Vals:
-    values: set = set()
+    rest: set = set()
+    slots: dict[str, Vals] = {}
     for element in expr.elements:
         if type(element) is cst.DictElement:
             frame.eval(element.key, state)
-            values |= frame.eval(element.value, state)
-        else:
-            values |= frame.elements(frame.eval(element.value, state), state)
-    return frozenset((frame.new_list(expr, frozenset(values), state),))
+            vals = frame.eval(element.value, state)
+            name = plain_string(element.key) if type(element.key) is cst.SimpleString else None
+            if name is not None:
+                slots[name] = vals  # a later entry of the same key replaces it
+            else:
+                rest |= vals
+        else:  # `{**batch, "labels": y}`: what `batch` holds, key by key when it is a mapping
+            spread = frame.eval(element.value, state)
+            source = next(iter(spread)) if len(spread) == 1 else None
+            if isinstance(source, ListRef) and source.mapping:
+                copied, held = mappings.contents(state, source, frame.store.slot_names(source))
+                slots.update(copied)
+                rest |= held
+            else:
+                rest |= frame.elements(spread, state, values=True)
+    return frozenset((frame.new_list(expr, frozenset(rest), state, mapping=True, slots=slots),))
 
 
 def eval_comprehension(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
@@ -330,7 +333,7 @@ def eval_comprehension(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     else:
         produced = frame.eval(expr.elt, inner)  # type: ignore[attr-defined]
     state.released.update(inner.released)
-    return frozenset((frame.new_list(expr, produced, state),))
+    return frozenset((frame.new_list(expr, produced, state, mapping=type(expr) is cst.DictComp),))
 
 
 def eval_named(frame: Frame, expr: cst.NamedExpr, state: State) -> Vals:

@@ -9,13 +9,15 @@ through the narrow `Recorder` protocol, never to the driver's internals.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Optional, Protocol
 
 import libcst as cst
 
+from tapelint.analysis import mappings
 from tapelint.analysis.imports import dotted_name
+from tapelint.analysis.interp.calls import SPREAD
 from tapelint.analysis.interp.expressions import EVAL, eval_children, library_value
 from tapelint.analysis.interp.iteration import iterated
 from tapelint.analysis.interp.statements import exec_stmt
@@ -39,7 +41,7 @@ from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.shapes import SHAPED
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
-from tapelint.analysis.syntax import whole_slice
+from tapelint.analysis.syntax import literal_key, whole_slice
 from tapelint.ops import Saves
 
 
@@ -250,6 +252,10 @@ class Frame:
         lists = [v for v in base_vals if isinstance(v, ListRef)]
         replaced = whole_slice(target)  # `lst[:] = new`: the old elements are gone
         for lst in lists:
+            if lst.mapping and not replaced:  # `d["loss"] = v` replaces that key's value alone
+                strong = len(lists) == 1
+                mappings.store(state, lst, literal_key(target), vals, strong, self.store.slot_names(lst))
+                continue
             elements = self.elements(vals, state) if replaced else vals
             state.env[lst.key] = elements if replaced else state.env.get(lst.key, EMPTY) | elements
         tensors = self.graph_values(base_vals, state)
@@ -296,6 +302,8 @@ class Frame:
             start = 1
         positional = [a for a in (args or []) if a[0] is None]
         keywords = {a[0]: a[1] for a in (args or []) if a[0] is not None}
+        spread = keywords.pop(SPREAD, None)  # what a `**mapping` of unknown keys holds
+        named = [p.name.value for p in params[start:] + list(fn.params.kwonly_params)]
         for i, param in enumerate(params[start:]):
             name = param.name.value
             if name in keywords:
@@ -303,13 +311,20 @@ class Frame:
             elif i < len(positional):
                 state.env[name] = positional[i][1]
             else:
-                state.env[name] = self._default(param)
+                state.env[name] = self._default(param) | (spread or EMPTY)
         for param in fn.params.kwonly_params:
             name = param.name.value
-            state.env[name] = keywords[name] if name in keywords else self._default(param)
-        for star in (fn.params.star_arg, fn.params.star_kwarg):
-            if type(star) is cst.Param:
+            state.env[name] = keywords[name] if name in keywords else self._default(param) | (spread or EMPTY)
+        if type(fn.params.star_arg) is cst.Param:
+            state.env[fn.params.star_arg.name.value] = frozenset((OPAQUE,))
+        star = fn.params.star_kwarg
+        if type(star) is cst.Param:
+            if args is None:
                 state.env[star.name.value] = frozenset((OPAQUE,))
+            else:  # `**kwargs`: a mapping of the keyword arguments no parameter took
+                extra = {name: vals for name, vals in keywords.items() if name not in named}
+                kwargs = self.new_list(star, spread or EMPTY, state, mapping=True, slots=extra)
+                state.env[star.name.value] = frozenset((kwargs,))
 
     def _default(self, param: cst.Param) -> Vals:
         """An unpassed parameter: what its default names when that is a
@@ -335,12 +350,14 @@ class Frame:
                 out.append(self.store.parameter_leaf(value))
         return out
 
-    def elements(self, vals: Vals, state: State) -> Vals:
-        """What iterating over a value yields."""
+    def elements(self, vals: Vals, state: State, values: bool = False) -> Vals:
+        """What iterating over a value yields (a mapping's keys: nothing
+        known), or with `values`, what it holds (a mapping's values)."""
         out: set = set()
         for value in vals:
             if isinstance(value, ListRef):
-                out |= state.env.get(value.key, EMPTY)
+                if values or not value.mapping:
+                    out |= state.env.get(value.key, EMPTY)
             elif isinstance(value, TupleVal):
                 for item in value.items:
                     out |= item
@@ -353,10 +370,15 @@ class Frame:
         through its `__iter__`/`__next__`/`__getitem__` (`interp.iteration`)."""
         return iterated(self, site, vals, state)
 
-    def new_list(self, site: cst.CSTNode, elements: Vals, state: State) -> ListRef:
-        """The container created at `site` here, now holding `elements`."""
-        lst = self.store.new_list(site, self)
-        state.env[lst.key] = elements
+    def new_list(self, site: cst.CSTNode, elements: Vals, state: State, mapping: bool = False,
+                 slots: Optional[Mapping[str, Vals]] = None) -> ListRef:
+        """The container created at `site` here, now holding `elements`; a
+        mapping holds `slots` by literal key and `elements` under others."""
+        lst = self.store.new_list(site, self, mapping)
+        if mapping:
+            mappings.create(state, lst, slots or {}, elements, self.store.slot_names(lst))
+        else:
+            state.env[lst.key] = elements
         return lst
 
     def user_class(self, module: ModuleRef) -> Optional[ClassInfo]:

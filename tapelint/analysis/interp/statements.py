@@ -32,7 +32,8 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.names import binding_counts, bound_in
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import per_analysis, self_assignments, walk_statements, whole_slice
+from tapelint.analysis.submodules import submodules
+from tapelint.analysis.syntax import per_analysis, self_assignments, walk_nodes, walk_statements, whole_slice
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.analysis.walks import without_dead_releases
 
@@ -70,6 +71,8 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     frame.eval(stmt.test, state)
     then, other = state.copy(), state.copy()
     _refine_none_test(frame, stmt.test, then, other)
+    _refine_tensor_test(frame, stmt.test, then, other)
+    _refine_class_test(frame, stmt.test, then, other)
     _branch_facts(frame, stmt.test, state, then, other)
     flag = _constant_flag(frame, stmt.test, state)
     if flag is not None:  # `if model.automatic_optimization:`, set once to False: one branch
@@ -174,7 +177,91 @@ def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other
         other.env[key] = EMPTY
 
 
+def _refine_tensor_test(frame: Frame, test: cst.BaseExpression, then: State, other: State) -> None:
+    """`if isinstance(val, torch.Tensor):` — on the branch where the value
+    is no tensor it holds no graph: `if isinstance(v, torch.Tensor): v =
+    v.item()` leaves a number on both paths."""
+    tested = tensor_test(frame, test)
+    if tested is None:
+        return
+    expr, negated = tested
+    key = frame.target_key(expr)
+    if key is None:
+        return
+    not_a_tensor = then if negated else other
+    held = frame.lookup(key, not_a_tensor)
+    not_a_tensor.env[key] = frozenset(v for v in held if not isinstance(v, (AbstractNode, Carried)))
+
+
+def _refine_class_test(frame: Frame, test: cst.BaseExpression, then: State, other: State) -> None:
+    """`if isinstance(m, Leaky):` with a project class — each branch keeps
+    the objects and modules that are (or are not) of that class or a
+    subclass; a branch left with none of the name's values does not run."""
+    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+    expr = test.expression if negated else test  # type: ignore[attr-defined]
+    if not (type(expr) is cst.Call and dotted_name(expr.func) == "isinstance" and len(expr.args) == 2
+            and expr.args[0].keyword is None):
+        return
+    key = frame.target_key(expr.args[0].value)
+    classes = [v.node for v in frame.eval(expr.args[1].value, then) if isinstance(v, ClassRef)]
+    if key is None or not classes:
+        return
+    held = frame.lookup(key, then)
+    verdicts = {value: _instance_of(frame, value, classes) for value in held}
+    if not held or None in verdicts.values():
+        return  # something that may or may not be one
+    yes = frozenset(v for v, verdict in verdicts.items() if verdict)
+    for branch, kept in ((then, yes), (other, held - yes)) if not negated else ((then, held - yes), (other, yes)):
+        branch.env[key] = kept
+        branch.ended = branch.ended or not kept
+
+
+def _instance_of(frame: Frame, value: object, classes: list[cst.ClassDef]) -> Optional[bool]:
+    """Is `value` an instance of one of the project's `classes` (None: not known)?"""
+    if isinstance(value, ModuleRef):
+        cls = value.user_class
+        if cls is None:
+            return False if value.site is not None else None  # a torch layer made here is none
+    elif isinstance(value, ObjectRef):
+        cls = value.cls
+    else:
+        return None
+    seen: list[cst.ClassDef] = []
+    stack = [cls]
+    while stack:
+        current = stack.pop()
+        if any(current is c for c in classes):
+            return True
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        stack.extend(info.node for info in frame.program.home_of(current).base_classes(current))
+    return False
+
+
+def tensor_test(frame: Frame, test: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, bool]]:
+    """For a test whether a value is a tensor — `isinstance(v, torch.Tensor)`,
+    `torch.is_tensor(v)`, or `not` of either — the tested expression, and
+    whether the test is negated; else None."""
+    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+    expr = test.expression if negated else test  # type: ignore[attr-defined]
+    if type(expr) is not cst.Call or not expr.args or expr.args[0].keyword is not None:
+        return None
+    callee = dotted_name(expr.func)
+    if callee == "isinstance" and len(expr.args) == 2:
+        classes = expr.args[1].value
+        names = [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
+        if not all(frame.canonical(name) in torch_api.TENSOR_CLASSES for name in names):
+            return None  # `isinstance(v, (torch.Tensor, float))`: a float passes too
+    elif frame.canonical(expr.func, callee) != "torch.is_tensor":
+        return None
+    return expr.args[0].value, negated
+
+
 def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
+    unrolled = _each_submodule(frame, stmt, state)
+    if unrolled is not None:
+        return unrolled
     iterable = frame.iterate(stmt.iter, frame.eval(stmt.iter, state), state)
     elements = frame.elements(iterable, state)
     _freeze_parameters_loop(frame, stmt, state)
@@ -192,6 +279,54 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
+
+
+# A loop over a module's submodules runs at most this many bodies one after the other.
+MAX_UNROLLED = 32
+
+
+def _each_submodule(frame: Frame, stmt: cst.For, state: State) -> Optional[State]:
+    """`for m in net.modules(): m.reset_mem()` over a module the analysis
+    knows: the body runs once per submodule, in order, `m` bound to that
+    one, so what it does to each module's state (a reset of a stateful
+    neuron's membrane) is done to each — joined over the iterations as an
+    ordinary loop would, every instance would keep its old state too. Only
+    for a body that walks no graph and steps nothing; None otherwise."""
+    it = stmt.iter
+    if not (type(it) is cst.Call and not it.args and type(it.func) is cst.Attribute
+            and it.func.attr.value in torch_api.SUBMODULE_METHODS and dotted_name(it.func.value) is not None
+            and stmt.orelse is None and not _walks_or_steps(stmt.body)):
+        return None
+    receiver = frame.eval(it.func.value, state)  # a name or attribute path: no effect
+    if len(receiver) != 1 or not isinstance(module := next(iter(receiver)), ModuleRef):
+        return None
+    held = submodules(frame, module)
+    each = [module, *held] if it.func.attr.value == "modules" else held
+    if len(each) > MAX_UNROLLED:
+        return None
+    left: list[State] = []
+    for value in each:
+        continues: list[State] = []
+        breaks: list[State] = []
+        frame.loop_exits.append((continues, breaks))
+        try:
+            frame.bind(stmt.target, frozenset((value,)), state)
+            state = frame.exec_block(stmt.body.body, state)
+        finally:
+            frame.loop_exits.pop()
+        for other in continues:
+            state = State.join(state, other)
+        left.extend(breaks)
+    for other in left:
+        state = State.join(state, other)
+    return state
+
+
+def _walks_or_steps(body: cst.CSTNode) -> bool:
+    """Does `body` call anything named `backward`, `grad` or `step`?"""
+    return any(type(node) is cst.Call and type(node.func) is cst.Attribute
+               and node.func.attr.value in ("backward", "grad", "step", "manual_backward")
+               for node in walk_nodes(body))
 
 
 def _distinct_per_element(elements: Vals, entry: State, end: State, loops: tuple[Loop, ...]) -> None:
@@ -666,9 +801,11 @@ def _note_accumulation(frame: Frame, statement: cst.CSTNode, target: cst.BaseExp
 
 
 def note_accumulation(frame: Frame, statement: cst.CSTNode, target: cst.BaseExpression,
-                      lists: Sequence[ListRef], added: Vals, state: State) -> None:
-    """`lst.append(v)` and friends: an accumulation into a container."""
-    _note_accumulation(frame, statement, target, lists, added, None, state)
+                      lists: Sequence[ListRef], added: Vals, state: State,
+                      node: Optional[AbstractNode] = None) -> None:
+    """`lst.append(v)` and friends (an accumulation into a container), or
+    `total.add_(v)` (into a running total, `node`)."""
+    _note_accumulation(frame, statement, target, lists, added, node, state)
 
 
 def _freeze_parameters_loop(frame: Frame, stmt: cst.For, state: State) -> None:

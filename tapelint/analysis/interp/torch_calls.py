@@ -12,7 +12,7 @@ from tapelint import ops
 from tapelint.analysis import paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import grad_mode, iteration
-from tapelint.analysis.interp.statements import fact_keys
+from tapelint.analysis.interp.statements import fact_keys, note_accumulation
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
@@ -60,8 +60,11 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
         return frozenset((store.node(frame, state, call, "Parameter", (), Saves.NOTHING, tracked, leaf=True),))
     if name.startswith("torch.nn.") and last[:1].isupper() and not name.startswith("torch.nn.functional"):
         saves = ops.module_saves(last, call_arguments(call))
+        layers = tuple(vals for keyword, vals in args if keyword is None) if last == "Sequential" else ()
+        if not any(isinstance(v, ModuleRef) and v.user_class is not None for vals in layers for v in vals):
+            layers = ()  # torch's layers alone: the Sequential is one layer of the op table
         return frozenset((ModuleRef(last, last in ops.PARAMETRIC_MODULES, saves,
-                                    recurrent=last in ops.RECURRENT_MODULES, site=call),))
+                                    recurrent=last in ops.RECURRENT_MODULES, site=call, layers=layers),))
     if staleness.is_optimizer_class(name):
         return staleness.optimizer(frame, call, args, state)
     if last in torch_api.FACTORIES:
@@ -189,7 +192,28 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
         key = frame.target_key(func.value)
         if key is not None:
             state.env[key] = frozenset((node,))
+        _mutated_in_place(tensors, node, key, state)
+        if method in torch_api.IN_PLACE_ADDERS and args:
+            # `total.add_(loss)`: `total += loss` by another spelling
+            note_accumulation(frame, call, func.value, [], args[0][1], state, node)
     return frozenset((node,))
+
+
+def _mutated_in_place(tensors: list, node: AbstractNode, key: Optional[str], state: State) -> None:
+    """An in-place method changes the tensor object itself: every binding that
+    holds it (a dict entry on an object, another name, a list slot) holds the
+    new version, `node`, afterwards. A receiver that may be one of several
+    tensors leaves each binding holding either. Leaves with a gradient (a
+    parameter, an unknown value) are left alone: an in-place op on one is an
+    update (`staleness`), not a new value of every alias."""
+    mutated = frozenset(t for t in tensors if isinstance(t, Carried) or not (t.leaf and t.tracked is not Tracked.NO))
+    if not mutated:
+        return
+    strong = len(tensors) == 1
+    for name, vals in list(state.env.items()):
+        if name == key or vals.isdisjoint(mutated):
+            continue
+        state.env[name] = (vals - mutated if strong else vals) | {node}
 
 
 def _distribution(value: GraphValue) -> bool:
@@ -249,7 +273,8 @@ def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, ap
 
 def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, retains: Retains, is_grad: bool,
           creates: bool) -> None:
-    graph_roots = [v for v in frame.graph_values(frame.elements(roots, state) | roots, state) if v is not OPAQUE]
+    held = frame.elements(roots, state, values=True)
+    graph_roots = [v for v in frame.graph_values(held | roots, state) if v is not OPAQUE]
     # A framework's walk has no call of its own: it is placed at the returned
     # expression, of which only the position is read (it retains nothing, so no
     # `retain_graph` argument of it is ever looked up).
