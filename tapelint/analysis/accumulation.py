@@ -309,7 +309,11 @@ class _UseFinder(cst.CSTVisitor):
             if isinstance(parent, cst.Call) and (only_reports(parent) or callee_name(parent) in NUMBER_CALLS):
                 return True  # shown, or turned into a Python number
             if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Divide, cst.FloorDivide)):
-                return parent.left is child
+                if parent.right is child:
+                    return False
+                # the average (`total / n`) is reported only where it is: printed, or stored and returned?
+                child = parent
+                continue
             if isinstance(parent, (cst.FormattedString, cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return isinstance(parent, cst.FormattedString)
             child = parent
