@@ -30,7 +30,10 @@ class HoistedTrackedTensor(Rule[HoistedHazard]):
     ## What it does
     Finds a tracked, non-leaf tensor computed once outside a loop (or cached
     on `self`, a closure or a global) that a backward inside the loop walks on
-    every iteration.
+    every iteration. A value made inside a function that the code calls once
+    before the loop and that returns it (`codes, _ = autoencoder(x)`, the
+    graph made in `AutoEncoder.forward`) is reported at that call, under the
+    name it binds there, with the function's line as a related location.
 
     ## Why is this bad
     The first iteration's backward frees the graph behind the hoisted value
@@ -58,7 +61,9 @@ class HoistedTrackedTensor(Rule[HoistedHazard]):
     root, no model left untrained), and the value is created in the scope
     the user reads (not inside a function the code calls, such as
     `Net.forward`; an `__init__` caching it on `self` is that place).
-    Otherwise it is a suggestion only.
+    Otherwise it is a suggestion only, as both are for a finding reported at
+    the call that returned the value (run it under `torch.no_grad()`, detach
+    what it binds, or call it in the loop: the user's choice at that call).
     """
 
     code = "TL001"
