@@ -95,8 +95,8 @@ class Accumulations:
         """The finding of `acc` over its loop (and the value it names), if it is one."""
         if acc.node is not None and _feeds_the_loss(store, acc):
             return None  # carried state that the loss is computed from: TL005's
-        fresh = [v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
-                 and self._made_per_iteration(v, acc)]
+        fresh = sorted((v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
+                        and self._made_per_iteration(v, acc)), key=lambda v: v.made)
         if not fresh or not _outlives(acc):
             return None
         if _backwarded_after(store, acc):

@@ -86,6 +86,10 @@ class AbstractNode:
     # whether it is a full reduction or a reducing loss call (one element).
     made_by: frozenset = frozenset()
     reduces_all: bool = False
+    # Its place among the module's nodes by creation: where one of several
+    # values must be named (what a total adds), the first made is, not the
+    # first of a set, whose order follows object identities.
+    made: int = 0
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"

@@ -121,7 +121,8 @@ class NodeStore:
         if existing is None:
             unique = list(dict.fromkeys(graph_parents))
             node = AbstractNode(site, where.loops, tracked, leaf, saves, op, unique,
-                                {later: list(unique)} if where.loops else {}, context=where.context)
+                                {later: list(unique)} if where.loops else {}, context=where.context,
+                                made=len(self.nodes))
             self.nodes[key] = node
             self.changes += 1
             return node
