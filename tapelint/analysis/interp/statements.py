@@ -747,6 +747,8 @@ def _exec_augassign(frame: Frame, stmt: cst.AugAssign, state: State) -> None:
     prior = frame.eval(stmt.target, state)
     added = frame.eval(stmt.value, state)
     staleness.on_update(frame, stmt, prior, state)  # `p -= lr * p.grad` under no_grad changes `p` in place
+    if type(stmt.target) is cst.Attribute and stmt.target.attr.value in ops.UNTRACKING_ATTRIBUTES:
+        return  # `w.data += delta` writes the numbers of `w`, outside autograd: no graph is kept
     symbol = _AUG_SYMBOLS.get(type(stmt.operator))
     lists = [v for v in prior if isinstance(v, ListRef)]
     if lists and symbol == "+":
