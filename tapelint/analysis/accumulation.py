@@ -83,23 +83,28 @@ class Accumulations:
             # `self.sum += val` runs in a loop over the step's statistics, and
             # the step's backward is in the loop around that one.
             for loop in reversed(recorded.loops):
-                acc = recorded if loop is recorded.loop else replace(recorded, loop=loop)
-                hazard = self._hazard(store, acc)
+                innermost = loop is recorded.loop
+                hazard = self._hazard(store, recorded if innermost else replace(recorded, loop=loop),
+                                      check_backward_after=not innermost)
                 if hazard is not None:
-                    statements.add(id(acc.statement))
-                    found[acc.node if acc.node is not None else hazard[0]] = hazard[1]
+                    statements.add(id(recorded.statement))
+                    found[recorded.node if recorded.node is not None else hazard[0]] = hazard[1]
                     break
         return found
 
-    def _hazard(self, store: StoreView, acc: Accumulation) -> Optional[tuple[AbstractNode, AccumulationHazard]]:
-        """The finding of `acc` over its loop (and the value it names), if it is one."""
+    def _hazard(self, store: StoreView, acc: Accumulation,
+                check_backward_after: bool) -> Optional[tuple[AbstractNode, AccumulationHazard]]:
+        """The finding of `acc` over its loop (and the value it names), if it
+        is one. `check_backward_after`: whether to look for a backward after
+        the loop that walks the total (for the statement's innermost loop,
+        `found` has looked already: the statement would have been passed over)."""
         if acc.node is not None and _feeds_the_loss(store, acc):
             return None  # carried state that the loss is computed from: TL005's
         fresh = sorted((v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
                         and self._made_per_iteration(v, acc)), key=lambda v: v.made)
         if not fresh or not _outlives(acc):
             return None
-        if _backwarded_after(store, acc):
+        if check_backward_after and _backwarded_after(store, acc):
             return None
         with_backward = _walked_in_loop(store, acc, fresh)
         if not with_backward:

@@ -272,7 +272,7 @@ class HazardLog:
         loop (a cache filled on the first iteration), or kept by the call
         elsewhere (a closure it returns, a list on `self`)."""
         call = _call_in(_shared_prefix(event.context, node.context), node.context)
-        if call is None or loop.implicit or any(n is call for n in walk_nodes(loop.node)):
+        if call is None or loop.implicit or _inside(call, loop.node):
             return None
         statement = self.names.parent(call)
         if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):

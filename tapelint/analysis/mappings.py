@@ -74,6 +74,15 @@ def read(state: State, lst: ListRef, name: Optional[str]) -> Vals:
     return state.env.get(_slot(lst, name), EMPTY) | rest
 
 
+def sole(vals: Vals) -> Optional[ListRef]:
+    """The mapping `vals` is, when it is that one value (a copy of it, or a
+    `**` spread of it, then keeps its slots), else None."""
+    if len(vals) != 1:
+        return None
+    (value,) = vals
+    return value if isinstance(value, ListRef) and value.mapping else None
+
+
 def contents(state: State, lst: ListRef, names: Iterable[str]) -> tuple[dict[str, Vals], Vals]:
     """What a mapping holds, as `create` takes it (`dict(d)` copies it): its
     slots and its rest."""

@@ -124,6 +124,22 @@ def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return arg.value if arg is not None else None
 
 
+def negation(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """`(x, True)` for `not x`, else `(test, False)`."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return test.expression, True
+    return test, False
+
+
+def isinstance_test(expr: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, list[cst.BaseExpression]]]:
+    """`(v, [A, B])` for `isinstance(v, (A, B))` (`[A]` for `isinstance(v, A)`), else None."""
+    if not (type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "isinstance"
+            and len(expr.args) == 2 and expr.args[0].keyword is None):
+        return None
+    classes = expr.args[1].value
+    return expr.args[0].value, [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
+
+
 def whole_slice(target: cst.Subscript) -> bool:
     """`x[:]`: every element."""
     if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Slice:

@@ -59,7 +59,7 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
     args: Args = []
     for arg in call.args:
         vals = frame.eval(arg.value, state)
-        if arg.star == "**" and len(vals) == 1 and isinstance(lst := next(iter(vals)), ListRef) and lst.mapping:
+        if arg.star == "**" and (lst := mappings.sole(vals)) is not None:
             # `f(**step)` of a mapping with literal keys: one keyword argument per key
             slots, vals = mappings.contents(state, lst, frame.store.slot_names(lst))
             args.extend((name, held | vals) for name, held in slots.items())
@@ -640,12 +640,13 @@ def new_mapping(frame: Frame, call: cst.Call, args: Args, state: State, factory:
     slots: dict[str, Vals] = {}
     positional = [vals for keyword, vals in args if keyword is None][1 if factory else 0:][:1]
     for vals in positional:
+        if (copied := mappings.sole(vals)) is not None:  # a copy: its slots are this one's
+            slots, held = mappings.contents(state, copied, frame.store.slot_names(copied))
+            rest |= held
+            continue
         for source in vals:
             if not isinstance(source, ListRef):
                 rest.add(source)  # a mapping the analysis does not hold: what it is
-            elif source.mapping and len(vals) == 1:  # a copy: its slots are this one's
-                slots, copied = mappings.contents(state, source, frame.store.slot_names(source))
-                rest |= copied
             else:
                 for element in state.env.get(source.key, EMPTY):
                     pair = not source.mapping and isinstance(element, TupleVal) and len(element.items) == 2

@@ -29,7 +29,7 @@ from tapelint.analysis.model import (
     tuple_of,
 )
 from tapelint.analysis.state import EMPTY, State, Vals
-from tapelint.analysis.syntax import plain_string
+from tapelint.analysis.syntax import isinstance_test, plain_string
 from tapelint.ops import Saves
 
 if TYPE_CHECKING:
@@ -216,11 +216,10 @@ _NUMBER_TYPES = frozenset(("int", "float", "complex", "bool", "numbers.Number", 
 
 def _tests_for_a_number(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """`x` of `isinstance(x, numbers.Number)` (or int, float, a tuple of such), else None."""
-    if type(test) is not cst.Call or dotted_name(test.func) != "isinstance" or len(test.args) != 2:
+    tested = isinstance_test(test)
+    if tested is None:
         return None
-    kinds = test.args[1].value
-    names = [e.value for e in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
-    return test.args[0].value if all(dotted_name(n) in _NUMBER_TYPES for n in names) else None
+    return tested[0] if all(dotted_name(n) in _NUMBER_TYPES for n in tested[1]) else None
 
 
 def _only_tensors_with_history(frame: Frame, tested: cst.BaseExpression, state: State) -> bool:
@@ -309,8 +308,7 @@ def eval_dict(frame: Frame, expr: cst.Dict, state: State) -> Vals:
                 rest |= vals
         else:  # `{**batch, "labels": y}`: what `batch` holds, key by key when it is a mapping
             spread = frame.eval(element.value, state)
-            source = next(iter(spread)) if len(spread) == 1 else None
-            if isinstance(source, ListRef) and source.mapping:
+            if (source := mappings.sole(spread)) is not None:
                 copied, held = mappings.contents(state, source, frame.store.slot_names(source))
                 slots.update(copied)
                 rest |= held

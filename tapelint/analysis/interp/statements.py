@@ -33,7 +33,15 @@ from tapelint.analysis.model import (
 from tapelint.analysis.names import binding_counts, bound_in
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.submodules import submodules
-from tapelint.analysis.syntax import per_analysis, self_assignments, walk_nodes, walk_statements, whole_slice
+from tapelint.analysis.syntax import (
+    isinstance_test,
+    negation,
+    per_analysis,
+    self_assignments,
+    walk_nodes,
+    walk_statements,
+    whole_slice,
+)
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.analysis.walks import without_dead_releases
 
@@ -124,8 +132,7 @@ def _constant_flag(frame: Frame, test: cst.BaseExpression, state: State) -> Opti
     `__init__`, to a literal and never again (`self.automatic_optimization =
     False`): an attribute of an instance of that class (`model.flag`,
     `self.flag`), or `not` of one. None when not known."""
-    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
-    expr = test.expression if negated else test  # type: ignore[attr-defined]
+    expr, negated = negation(test)
     if type(expr) is not cst.Attribute or dotted_name(expr.value) is None:
         return None  # (only a name or attribute chain is evaluated again)
     classes = set()
@@ -197,13 +204,14 @@ def _refine_class_test(frame: Frame, test: cst.BaseExpression, then: State, othe
     """`if isinstance(m, Leaky):` with a project class — each branch keeps
     the objects and modules that are (or are not) of that class or a
     subclass; a branch left with none of the name's values does not run."""
-    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
-    expr = test.expression if negated else test  # type: ignore[attr-defined]
-    if not (type(expr) is cst.Call and dotted_name(expr.func) == "isinstance" and len(expr.args) == 2
-            and expr.args[0].keyword is None):
+    expr, negated = negation(test)
+    tested = isinstance_test(expr)
+    if tested is None:
         return
-    key = frame.target_key(expr.args[0].value)
-    classes = [v.node for v in frame.eval(expr.args[1].value, then) if isinstance(v, ClassRef)]
+    key = frame.target_key(tested[0])
+    if len(tested[1]) != 1:
+        return  # (a tuple of classes: not followed yet)
+    classes = [v.node for v in frame.eval(tested[1][0], then) if isinstance(v, ClassRef)]
     if key is None or not classes:
         return
     held = frame.lookup(key, then)
@@ -243,17 +251,14 @@ def tensor_test(frame: Frame, test: cst.BaseExpression) -> Optional[tuple[cst.Ba
     """For a test whether a value is a tensor — `isinstance(v, torch.Tensor)`,
     `torch.is_tensor(v)`, or `not` of either — the tested expression, and
     whether the test is negated; else None."""
-    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
-    expr = test.expression if negated else test  # type: ignore[attr-defined]
-    if type(expr) is not cst.Call or not expr.args or expr.args[0].keyword is not None:
-        return None
-    callee = dotted_name(expr.func)
-    if callee == "isinstance" and len(expr.args) == 2:
-        classes = expr.args[1].value
-        names = [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
-        if not all(frame.canonical(name) in torch_api.TENSOR_CLASSES for name in names):
+    expr, negated = negation(test)
+    tested = isinstance_test(expr)
+    if tested is not None:
+        if not all(frame.canonical(name) in torch_api.TENSOR_CLASSES for name in tested[1]):
             return None  # `isinstance(v, (torch.Tensor, float))`: a float passes too
-    elif frame.canonical(expr.func, callee) != "torch.is_tensor":
+        return tested[0], negated
+    if type(expr) is not cst.Call or not expr.args or expr.args[0].keyword is not None \
+            or frame.canonical(expr.func) != "torch.is_tensor":
         return None
     return expr.args[0].value, negated
 
