@@ -64,6 +64,9 @@ NO_EDIT = {
     "tl003_second_output_of_unknown_model_summed.py": (
         "the kept value is what an unknown model returns, which may be no tensor (a tuple, a dict): "
         "`.detach()`/`.item()` there is a suggestion, not an edit", {"detach", "item"}),
+    "tl003_unpacked_loss_of_unknown_loss_fn.py": (
+        "the kept value is an element of what an unknown loss function returns, which may be no tensor: "
+        "`.detach()`/`.item()` there is a suggestion, not an edit", {"detach", "item"}),
     "tl001_log_probs_kept_from_previous_episode.py": (
         "the value is computed in the loop and kept in a list on the policy: emptying the list after the "
         "backward is the fix, a statement whose place is the user's decision", {"recompute", "detach"}),

@@ -61,6 +61,11 @@ LAST = 15 + 1  # the line of the loop body's first statement
     (('out = {**{"loss": loss}, "n": 4}', 'kept.append(out["loss"])'), [("TL003", LAST + 1)]),
     # `clear()` empties every slot
     (('out = {"loss": loss}', "out.clear()", "kept.append(out)"), []),
+    # `del d[k]` and `d.pop(k)` take that key's value out; another key's stays
+    (('out = {"loss": loss, "n": 4}', 'del out["loss"]', "kept.append(out)"), []),
+    (('out = {"loss": loss, "n": 4}', 'del out["n"]', "kept.append(out)"), [("TL003", LAST + 2)]),
+    (('out = {"loss": loss, "n": 4}', 'total += out.pop("loss").item()', "kept.append(out)"), []),
+    (('out = {"loss": loss, "n": 4}', 'total += out.pop("n")', "kept.append(out)"), [("TL003", LAST + 2)]),
 ])
 def test_a_mapping_holds_each_literal_key_apart(lines, found):
     assert in_loop(*lines) == found
@@ -123,6 +128,10 @@ SEQUENTIAL = """
      "            m.reset()", []),
     # a test of another class resets nothing
     ("for m in net.modules():\n            if isinstance(m, Other):\n                m.reset()", [("TL005", 28)]),
+    # a tuple of classes: one of them is the neuron's
+    ("for m in net.modules():\n            if isinstance(m, (Other, Leaky)):\n                m.reset()", []),
+    ("for m in net.modules():\n            if isinstance(m, (Other, Other)):\n                m.reset()",
+     [("TL005", 28)]),
 ])
 def test_stateful_modules_in_a_sequential_are_reset_one_by_one(reset, found):
     assert codes(SEQUENTIAL.format(reset=reset)) == found

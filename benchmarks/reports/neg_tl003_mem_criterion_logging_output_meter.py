@@ -1,6 +1,5 @@
 # fixture: the fix from the thread: the criterion's logging_output carries `loss.data`, so the metrics meter sums tensors without a graph
 # source: https://github.com/facebookresearch/fairseq/issues/2255
-# missed: false TL003: in the trainer's method analysed with its criterion unknown, `loss, sample_size, logging_output = self.criterion(...)` gives every target the same unknown value, so the backward of `loss` proves `logging_output` tracked (each element its own node fixes this but loses pyro-ppl's real `history.append(loss)` of `agg_loss, loss = loss_fn(...)`: an unknown callee's elements are often one another's history)
 # torch: ok
 # strict: ok
 

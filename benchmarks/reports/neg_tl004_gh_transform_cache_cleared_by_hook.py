@@ -1,6 +1,5 @@
 # fixture: fix of the transform-cache report: a hook on the cached output clears the cache when a backward walks it, so the next call recomputes
 # source: https://github.com/pyro-ppl/pyro/pull/2283
-# missed: false TL004: the cache is cleared by a hook registered on the cached tensor (`y.register_hook(...)`), which runs during the backward; hooks are not interpreted
 # torch: ok
 # strict: ok
 

@@ -22,7 +22,7 @@ from tapelint.analysis import hazards
 from tapelint.analysis.children import children_of
 from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop
+from tapelint.analysis.model import AbstractNode, Carried, ListRef, Loop, Tracked
 from tapelint.analysis.store import StoreView
 from tapelint.analysis.torch_api import LOSS_OPS, LOSS_WORDS, NUMBER_CALLS, UNGRAPHING_READS, callee_name, only_reports
 
@@ -101,7 +101,8 @@ class Accumulations:
         if acc.node is not None and _feeds_the_loss(store, acc):
             return None  # carried state that the loss is computed from: TL005's
         fresh = sorted((v for v in acc.added if isinstance(v, AbstractNode) and store.is_tracked(v)
-                        and self._made_per_iteration(v, acc)), key=lambda v: v.made)
+                        and self._made_per_iteration(v, acc) and not _an_unpacked_sibling(v, acc)),
+                       key=lambda v: v.made)
         if not fresh or not _outlives(acc):
             return None
         if check_backward_after and _backwarded_after(store, acc):
@@ -206,16 +207,38 @@ def _outlives(acc: Accumulation) -> bool:
     return key.startswith("self.")
 
 
+def _an_unpacked_sibling(value: AbstractNode, acc: Accumulation) -> bool:
+    """Is `value` an unknown call's result that the statement adds under
+    another name than the one it was first bound to, and no loss's name?
+    `loss, sample_size, logging_output = self.criterion(model, sample)` binds
+    one node to the three names; `loss.backward()` proves it tracked, but
+    what `logging_outputs.append(logging_output)` keeps is the criterion's
+    metadata, often `loss.data` (fairseq). `agg_loss, loss = loss_fn(...)`
+    then `history.append(loss)` is still reported: a loss by its name."""
+    if not value.unpacked or value.tracked is not Tracked.UNKNOWN:
+        return False
+    spelled = _added_spelling(acc.statement)
+    return spelled is not None and spelled != value.name and not any(
+        word in spelled.lower() for word in LOSS_WORDS)
+
+
+def _added_spelling(statement: cst.CSTNode) -> Optional[str]:
+    """What `total += x` or `history.append(x)` adds, as written (`x`)."""
+    if type(statement) is cst.AugAssign:
+        return _spelled(statement.value)
+    if type(statement) is cst.Call and statement.args:
+        return _spelled(statement.args[0].value)
+    return None
+
+
 def _added_name(statement: cst.CSTNode, value: AbstractNode, store: StoreView) -> str:
-    """What the message calls the added value: the name the `+=` adds it by
-    (`meta_valid_error += evaluation_error`), which the reader sees there,
+    """What the message calls the added value: the name the `+=` or the
+    `.append(...)` adds it by (`meta_valid_error += evaluation_error`,
+    `history.append(loss)`), which the reader sees there,
     rather than the one it was made under in a function called for it
     (`valid_error` inside `fast_adapt`)."""
-    if type(statement) is cst.AugAssign:
-        name = _spelled(statement.value)
-        if name is not None:
-            return name
-    return store.display_name(value)
+    name = _added_spelling(statement)
+    return name if name is not None else store.display_name(value)
 
 
 def _spelled(expr: cst.BaseExpression) -> Optional[str]:

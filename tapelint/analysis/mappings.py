@@ -58,6 +58,16 @@ def store(state: State, lst: ListRef, name: Optional[str], vals: Vals, strong: b
     state.env[lst.key] = _everything(state, lst, names) if strong else state.env.get(lst.key, EMPTY) | vals
 
 
+def remove(state: State, lst: ListRef, name: Optional[str], strong: bool, names: set[str]) -> None:
+    """`del d[name]`, `d.pop(name)`: the slot holds nothing any more (when
+    `d` may be one of several mappings, or the key is no literal string,
+    nothing is known to be gone)."""
+    if name is None or not strong or name not in names:
+        return
+    state.env[_slot(lst, name)] = EMPTY
+    state.env[lst.key] = _everything(state, lst, names)
+
+
 def add(state: State, lst: ListRef, vals: Vals) -> None:
     """Values stored under keys the analysis does not know (`d.update(...)`, `d[k] = v`)."""
     state.env[lst.key + _REST] = state.env.get(lst.key + _REST, EMPTY) | vals

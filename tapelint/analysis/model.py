@@ -90,6 +90,13 @@ class AbstractNode:
     # values must be named (what a total adds), the first made is, not the
     # first of a set, whose order follows object identities.
     made: int = 0
+    # The unknown result of a call unpacked into several names (`loss, size,
+    # logs = self.criterion(...)`): one node stands for every element, so a
+    # backward of `loss` proves all of them tracked (TL003 asks which one).
+    unpacked: bool = False
+    # Functions of the project given to its `register_hook`: a backward that
+    # reaches the tensor runs them (a hook that empties a cache).
+    hooks: list = field(default_factory=list)
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"
@@ -154,10 +161,13 @@ class ModuleRef:
 @dataclass(eq=False)
 class FunctionRef:
     """A function of this module. `closure` is the environment it was defined
-    in, for a nested function: its free names resolve there."""
+    in, for a nested function: its free names resolve there; `obj`, the
+    object whose method defined it (its `self.*` are that object's, when
+    it runs after the method returned: a tensor hook)."""
 
     node: cst.FunctionDef
     closure: Optional[dict] = None
+    obj: Optional[ObjectRef] = None
 
 
 @dataclass(frozen=True)

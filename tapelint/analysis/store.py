@@ -71,6 +71,7 @@ class NodeStore:
         # chain it extends (`lists_within`, asked at every inlined call).
         self._lists_under: dict[tuple, set[str]] = {}
         self.function_refs: dict[tuple, FunctionRef] = {}
+        self.hooked = False  # a node has a `register_hook` function: backwards run it
         self.objects: dict[tuple, ObjectRef] = {}
         self.carried: dict[tuple, Carried] = {}
         self._loops: dict[tuple, Loop] = {}

@@ -39,9 +39,12 @@ class TrackedAccumulation(Rule[AccumulationHazard]):
     What is accumulated may be one component of the backwarded loss
     (`value_loss` of `value_loss * c - entropy * c2`) and come from a model
     the analysis does not know (`self.model`, an object passed in): the
-    backward proves it tracked. A framework's own loop counts as a loop:
-    metrics kept on `self` by a `compute_loss` (Hugging Face `Trainer`) or
-    a Lightning `training_step` grow with every step.
+    backward proves it tracked; of what an unknown call returns unpacked
+    (`loss, size, logs = criterion(model, batch)`), only the first name
+    and a loss's name count as proven (`logs` is often plain numbers). A
+    framework's own loop counts as a loop: metrics kept on `self` by a
+    `compute_loss` (Hugging Face `Trainer`) or a Lightning `training_step`
+    grow with every step.
 
     Accumulation that *is* the computation (a loss summed over micro-batches
     and backwarded once, residual sums in a `forward`) is not reported.

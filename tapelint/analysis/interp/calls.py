@@ -549,7 +549,10 @@ def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef,
         pairs = frozenset((tuple_of((EMPTY, state.env.get(lst.key, EMPTY))),))
         return frozenset((frame.new_list(call, pairs, state),))
     if method in ("get", "pop") and lst.mapping:  # `d.get("loss", 0)`: that key's value, or the default
-        return mappings.read(state, lst, key) | frozenset(v for _, vals in args[1:] for v in vals)
+        found = mappings.read(state, lst, key) | frozenset(v for _, vals in args[1:] for v in vals)
+        if method == "pop":
+            mappings.remove(state, lst, key, True, frame.store.slot_names(lst))
+        return found
     if method in torch_api.LIST_GETTERS:
         return state.env.get(lst.key, EMPTY) if method != "copy" else frozenset((lst,))
     return EMPTY
@@ -788,6 +791,7 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
         fallback = (closure,) + fallback
     callee_owner = owner if owner is not None else (frame.owner if nested else None)
     callee = frame.callee(fn, call, callee_owner, fallback, state)
+    callee.obj = obj
     inner = State({}, state.released, state.retained, state.kept,
                   state.no_grad or home.is_no_grad_function(fn), state.stale)
     fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call

@@ -17,7 +17,7 @@ import libcst as cst
 
 from tapelint.analysis import mappings
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.calls import SPREAD
+from tapelint.analysis.interp.calls import SPREAD, inline
 from tapelint.analysis.interp.expressions import EVAL, eval_children, library_value
 from tapelint.analysis.interp.iteration import iterated
 from tapelint.analysis.interp.statements import exec_stmt
@@ -27,9 +27,11 @@ from tapelint.analysis.model import (
     AbstractNode,
     BackwardEvent,
     Carried,
+    FunctionRef,
     GraphValue,
     ListRef,
     Loop,
+    MethodRef,
     ModuleRef,
     ObjectRef,
     StepEvent,
@@ -42,6 +44,7 @@ from tapelint.analysis.shapes import SHAPED
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
 from tapelint.analysis.syntax import literal_key, whole_slice
+from tapelint.analysis.walks import walk
 from tapelint.ops import Saves
 
 
@@ -106,6 +109,7 @@ class Frame:
         # Per loop being run in this frame: the states at its `continue`s and `break`s.
         self.loop_exits: list[tuple[list[State], list[State]]] = []
         self.globals: set[str] = set()
+        self.obj: Optional[ObjectRef] = None  # the object whose method this is, run on it (`inline`)
         self.is_module = isinstance(scope, cst.Module)
 
     def callee(self, fn: cst.FunctionDef, call: cst.CSTNode, owner: Optional[ClassInfo],
@@ -191,6 +195,25 @@ class Frame:
             return f"{base}[]" if base is not None else None
         return None
 
+    def run_hooks(self, roots: Sequence[GraphValue], state: State) -> None:
+        """Run the `register_hook` functions of the tensors a backward from
+        `roots` reaches, each once, as the backward does (the gradient they
+        are given unknown). A hook defined in a method writes its `self.*`
+        on that method's object, also once the method has returned."""
+        ran: list[FunctionRef | MethodRef] = []
+        for (node, _), _children in walk(roots):
+            for hook in node.hooks:
+                if any(hook is done for done in ran):
+                    continue
+                ran.append(hook)
+                if isinstance(hook, FunctionRef):
+                    obj = hook.obj if hook.obj is not self.obj else None
+                    inline(self, hook.node, hook.node, [(None, EMPTY)], state, owner=None, closure=hook.closure,
+                           obj=obj)
+                elif (info := self.program.class_info(hook.obj.cls)) is not None:
+                    method = info.methods[hook.name]
+                    inline(self, method, method, [(None, EMPTY)], state, owner=info, share_self=False, obj=hook.obj)
+
     # ------------------------------------------------------------ binding
 
     def bind(self, target: cst.BaseExpression, vals: Vals, state: State) -> None:
@@ -198,6 +221,10 @@ class Frame:
             elements = list(target.elements)  # type: ignore[attr-defined]
             tuples = [v for v in vals if isinstance(v, TupleVal) and len(v.items) == len(elements)]
             rest = frozenset(v for v in vals if not isinstance(v, TupleVal))
+            if not tuples and len(elements) > 1:
+                for value in rest:
+                    if isinstance(value, AbstractNode) and value.tracked is Tracked.UNKNOWN and value is not OPAQUE:
+                        value.unpacked = True
             spread = rest | frozenset(x for v in vals if isinstance(v, TupleVal) for item in v.items for x in item)
             for i, element in enumerate(elements):
                 if type(element) is cst.StarredElement:

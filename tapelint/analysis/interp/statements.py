@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths, staleness, torch_api
+from tapelint.analysis import mappings, paths, staleness, torch_api
 from tapelint.analysis import state as lattice
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import grad_mode, iteration
@@ -35,6 +35,7 @@ from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.submodules import submodules
 from tapelint.analysis.syntax import (
     isinstance_test,
+    literal_key,
     negation,
     per_analysis,
     self_assignments,
@@ -201,17 +202,22 @@ def _refine_tensor_test(frame: Frame, test: cst.BaseExpression, then: State, oth
 
 
 def _refine_class_test(frame: Frame, test: cst.BaseExpression, then: State, other: State) -> None:
-    """`if isinstance(m, Leaky):` with a project class — each branch keeps
-    the objects and modules that are (or are not) of that class or a
-    subclass; a branch left with none of the name's values does not run."""
+    """`if isinstance(m, Leaky):` or `isinstance(m, (Leaky, Synaptic))` with
+    project classes — each branch keeps the objects and modules that are (or
+    are not) of one of them or a subclass; a branch left with none of the
+    name's values does not run. A class that is not the project's (`nn.Conv2d`)
+    decides nothing."""
     expr, negated = negation(test)
     tested = isinstance_test(expr)
     if tested is None:
         return
     key = frame.target_key(tested[0])
-    if len(tested[1]) != 1:
-        return  # (a tuple of classes: not followed yet)
-    classes = [v.node for v in frame.eval(tested[1][0], then) if isinstance(v, ClassRef)]
+    classes: list[cst.ClassDef] = []
+    for named in tested[1]:
+        values = frame.eval(named, then)
+        if not values or not all(isinstance(v, ClassRef) for v in values):
+            return
+        classes.extend(v.node for v in values)
     if key is None or not classes:
         return
     held = frame.lookup(key, then)
@@ -634,6 +640,7 @@ def _exec_def(frame: Frame, stmt: cst.FunctionDef, state: State, block: Sequence
     ref = frame.store.function_ref(stmt, frame.context, frame.loops)
     if not frame.is_module:
         ref.closure = state.env  # a closure sees its defining scope, later bindings included
+        ref.obj = frame.obj
     state.env[stmt.name.value] = frozenset((ref,))
     return state
 
@@ -730,6 +737,10 @@ def _delete(frame: Frame, target: cst.BaseExpression, state: State) -> None:
         for lst in (v for v in frame.eval(target.value, state) if isinstance(v, ListRef)):
             state.env[lst.key] = EMPTY  # `del lst[:]` empties the container, every alias sees it
         return
+    if type(target) is cst.Subscript:
+        held = [v for v in frame.eval(target.value, state) if isinstance(v, ListRef) and v.mapping]
+        for lst in held:  # `del d["loss"]`: that key's value is gone
+            mappings.remove(state, lst, literal_key(target), len(held) == 1, frame.store.slot_names(lst))
     key = frame.target_key(target)
     if key is not None:
         state.env.pop(key, None)

@@ -17,7 +17,9 @@ from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
     Carried,
+    FunctionRef,
     GraphValue,
+    MethodRef,
     ModuleRef,
     Retains,
     Tracked,
@@ -183,6 +185,8 @@ def tensor_method(frame: Frame, call: cst.Call, func: cst.Attribute, tensors: li
         copied = frozenset(frame.graph_values(args[0][1], state))
         if copied:
             return _copy_into(frame, func.value, frozenset(tensors), copied, state)
+    if method == "register_hook" and args:
+        _register_hooks(frame, tensors, args[0][1] | _own_method(frame, call.args[0].value))
     if method in torch_api.TENSOR_SELF_METHODS:
         return frozenset(tensors)
     parents = list(tensors) + [p for _, v in args for p in frame.graph_values(v, state)]
@@ -255,6 +259,28 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
     _walk(frame, call, roots, state, api, retains, is_grad, creates)
 
 
+def _register_hooks(frame: Frame, tensors: list, hooks: Vals) -> None:
+    """`y.register_hook(fn)`: a backward that reaches `y` runs `fn` (a
+    function or an object's method of the project; a library's hook does
+    nothing the analysis sees)."""
+    for hook in hooks:
+        if not isinstance(hook, (FunctionRef, MethodRef)):
+            continue
+        for node in tensors:
+            if isinstance(node, AbstractNode) and node is not OPAQUE and not any(h is hook for h in node.hooks):
+                node.hooks.append(hook)
+                frame.store.hooked = True
+
+
+def _own_method(frame: Frame, expr: cst.BaseExpression) -> Vals:
+    """`self.forget` in a method run on an object: that object's method (as
+    a value elsewhere, `self.<method>` stays unknown)."""
+    if (type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self"
+            and frame.obj is not None and frame.owner is not None and expr.attr.value in frame.owner.methods):
+        return frozenset((MethodRef(frame.obj, expr.attr.value),))
+    return EMPTY
+
+
 def _flag(frame: Frame, expr: Optional[cst.BaseExpression], state: State) -> Optional[bool]:
     """A walk's `retain_graph=`/`create_graph=`: a literal, or a name the
     path's facts decide (a helper's `retain_graph=False` default left
@@ -288,6 +314,8 @@ def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, 
         for root in graph_roots:
             frame.store.prove_walked(walked_components(root, functions))
     frame.recorder.backward(event, graph_roots, state)
+    if frame.store.hooked:
+        frame.run_hooks(graph_roots, state)
 
 
 def _named_functions(frame: Frame) -> frozenset[str]:
