@@ -24,7 +24,7 @@ from tapelint.stdin import lint_stdin
 HEADER = "import torch\nw = torch.ones(3, requires_grad=True)\n"
 HAZARD = HEADER + "loss = (w * w).sum()\nloss.backward()\nloss.backward()\n"
 # CPython compiles it, libcst's parser needs seconds of CPU for it.
-SLOW = HEADER + "x = w.sum()" + " + w.sum()" * 2900 + "\nx.backward()\n"
+SLOW = HEADER + "x = w.sum()" + " + w.sum()" * 1500 + "\nx.backward()\n"
 # ~160 KB of small functions (just under what the size check refuses at a
 # 100 MB budget): over 100 MB to parse and analyse with libcst 1.0 and 1.9
 # alike (at ~110 KB, a clean environment with libcst 1.9 stayed under it).
