@@ -96,7 +96,7 @@ class AbstractNode:
     unpacked: bool = False
     # Functions of the project given to its `register_hook`: a backward that
     # reaches the tensor runs them (a hook that empties a cache).
-    hooks: list = field(default_factory=list)
+    hooks: tuple = ()
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"

@@ -210,7 +210,7 @@ class Frame:
                     obj = hook.obj if hook.obj is not self.obj else None
                     inline(self, hook.node, hook.node, [(None, EMPTY)], state, owner=None, closure=hook.closure,
                            obj=obj)
-                elif (info := self.program.class_info(hook.obj.cls)) is not None:
+                elif (info := self.program.class_info(hook.obj.cls)) is not None and hook.name in info.methods:
                     method = info.methods[hook.name]
                     inline(self, method, method, [(None, EMPTY)], state, owner=info, share_self=False, obj=hook.obj)
 

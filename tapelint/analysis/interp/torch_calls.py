@@ -268,7 +268,7 @@ def _register_hooks(frame: Frame, tensors: list, hooks: Vals) -> None:
             continue
         for node in tensors:
             if isinstance(node, AbstractNode) and node is not OPAQUE and not any(h is hook for h in node.hooks):
-                node.hooks.append(hook)
+                node.hooks += (hook,)
                 frame.store.hooked = True
 
 
