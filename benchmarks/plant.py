@@ -204,12 +204,19 @@ PLANTS: tuple[Plant, ...] = (
         "TL003", 108, "legacy MNIST evaluation (`volatile=True`, a no-op since 0.4): test loss summed with its graph,"
         " model from model.py",
     ),
+    # (Eighteenth session: replaces a DeepRL plant, undetached PPO rollout
+    # entries, in a program that cannot run: every DeepRL agent imports
+    # `deep_rl/component/replay.py`, whose `async=True` parameter is a syntax
+    # error on every Python since 3.7, so the planted file fails at its import
+    # and the rollout storage it goes through is TL900. The shape it planted
+    # is `fixtures/projects/tl001_rollout_storage_keys_by_name`.)
     Plant(
-        "DeepRL", "deep_rl/agent/PPO_agent.py",
-        "        entries = EntryCLS(*list(map(lambda x: x.detach(), entries)))",
-        "        entries = EntryCLS(*list(entries))",
-        "TL001", 65, "PPO: rollout entries (log_pi_a with the rollout's graph) no longer detached, walked by every"
-        " minibatch of every epoch", also=(63, 76),
+        "higher", "examples/maml-omniglot.py",
+        "                qry_losses.append(qry_loss.detach())",
+        "                qry_losses.append(qry_loss)",
+        "TL003", 177, "MAML with `higher`: each task's query loss kept with its second-order graph, their mean"
+        " appended to the run's log every meta-batch (the log outlives every epoch)",
+        after="                qry_loss = F.cross_entropy(qry_logits, y_qry[i])", also=(157,),
     ),
     # (Ninth session: replaces a pytorch-maml plant that was no hazard: its
     # evaluation runs under `set_grad_enabled(self.model.training)` after

@@ -125,6 +125,18 @@ NO_EDIT = {
     "tl001_features_returned_by_helper_before_loop.py": (
         "the features are made inside the backbone's `embed`, returned to a call before the loop: running that "
         "call under `torch.no_grad()` or in the loop is the user's decision at the call", {"detach", "recompute"}),
+    "tl003_loss_kept_on_self_by_optimizer_closure.py": (
+        "the history is an attribute of the trainer, which its users read (`len(trainer.history)`), and what it "
+        "keeps is `self.last_loss`, an attribute too: neither edit is known to suit every reader",
+        {"detach", "item"}),
+    "tl001_inner_grad_through_weights_made_before_the_loop.py": (
+        "`weights` is the loss's only way to `raw`, the tensor the gradient is taken with respect to: detached, "
+        "`autograd.grad` finds `raw` unused; where to make it from `raw` is the user's decision",
+        {"detach", "recompute"}),
+    "tl005_strict_only_maml_fast_weights_of_the_inner_grad.py": (
+        "the fast weights must chain from step to step (the meta-gradient runs through them): a detach would "
+        "cut them apart; on a strict tape the inner gradient is taken another way (first-order MAML), the "
+        "user's decision", {"detach"}),
     "tl007_submodules_added_by_name.py": (
         "the step is `self.dis_optimizer.step()`, an attribute's: the reorder edit moves only a step of a name "
         "(what lies between may reach the optimizer through `self`)", {"reorder", "recompute", "combine"}),

@@ -46,7 +46,8 @@ class ReuseHazard(Hazard):
 
     saves_assumed: bool  # the torch verdict rests on an unknown call assumed to save
     # PyTorch runs it only because the earlier walk passed retain_graph=True,
-    # which a strict tape does not have.
+    # which a strict tape does not have (or was an `autograd.grad`, which
+    # PyTorch stops at its inputs and a strict tape does not).
     retained: bool
     op: str  # the calls assumed to save tensors, for the message
     first_backward: BackwardEvent

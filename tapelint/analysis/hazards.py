@@ -140,7 +140,14 @@ class HazardLog:
         first = frozenset(self.store.first_iterations)
         where = Iterations(first.intersection(event.loops), frozenset(event.loops) - first)
         graph = dict(walk(roots, where))  # what the walk runs, in walk order
-        stale = stale_walks(graph, roots, state, self.store)
+        # What only a strict tape runs: the history of an `autograd.grad`'s
+        # inputs (PyTorch stops there; burn's backward consumes the whole tape).
+        beyond: dict = {}
+        if event.inputs:
+            torch_graph = dict(walk(roots, where, event.inputs))
+            beyond = {key: children for key, children in graph.items() if key not in torch_graph}
+        stale = stale_walks({k: v for k, v in graph.items() if k not in beyond} if beyond else graph, roots, state,
+                            self.store)
         if stale:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}
@@ -148,7 +155,7 @@ class HazardLog:
         # (`age`) is one hazard: the walk within the pass fails first, so it
         # is recorded first, whatever order the walk met them in.
         for reuse in sorted(find_reuse(roots, graph, state.released), key=lambda r: r.frontier[1] is not None):
-            self._record_reuse(event, roots, reuse, state)
+            self._record_reuse(event, roots, reuse, state, strict_only=reuse.frontier in beyond)
         self._check_retained(event, graph, state)
         kept_stale = any(key in state.kept for key in stale_keys)
         for reuse in find_reuse(roots, graph, state.kept):
@@ -159,6 +166,9 @@ class HazardLog:
                 self._record_reuse(event, roots, reuse, state, strict_only=True)
         if event.retains is Retains.NO:
             for key in graph:
+                if key in beyond:
+                    state.kept.setdefault(key, event)  # consumed by a strict tape; PyTorch ran none of it
+                    continue
                 state.released.setdefault(key, event)
                 state.retained.pop(key, None)
         elif event.retains is Retains.YES and not event.is_grad and not event.creates_graph:

@@ -206,22 +206,33 @@ MAX_TUPLE_DEPTH = 3
 
 
 @dataclass(frozen=True)
+class RecordClass:
+    """A named-tuple class (`namedtuple("Entry", keys)`): calling it builds a
+    tuple whose fields are read by name. `fields` is empty when the names are
+    not literal: a field read is then any of its values."""
+
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TupleVal:
     """A tuple whose positions are kept apart, so unpacking it is precise.
-    Build one with `tuple_of`, which bounds the nesting."""
+    Build one with `tuple_of`, which bounds the nesting. `record`: the
+    named-tuple class that built it (`entry.log_pi_a`, `entry.__class__`)."""
 
     items: tuple[frozenset, ...]
     depth: int = field(default=1, compare=False)
+    record: Optional[RecordClass] = None
 
 
-def tuple_of(items: Iterable[frozenset]) -> TupleVal:
+def tuple_of(items: Iterable[frozenset], record: Optional[RecordClass] = None) -> TupleVal:
     """A tuple of these positions; nested deeper than MAX_TUPLE_DEPTH, its
     inner tuples are spread into their elements (positions lost, values kept)."""
     items = tuple(items)
     depth = 1 + max((v.depth for item in items for v in item if isinstance(v, TupleVal)), default=0)
     if depth <= MAX_TUPLE_DEPTH:
-        return TupleVal(items, depth)
-    return TupleVal(tuple(frozenset(spread(item)) for item in items), 1)
+        return TupleVal(items, depth, record)
+    return TupleVal(tuple(frozenset(spread(item)) for item in items), 1, record)
 
 
 def spread(values: frozenset) -> Iterator:
@@ -310,7 +321,7 @@ class OptimizerClass:
 
 
 Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
-              ObjectRef, PartialRef, ModuleFactory, OptimizerClass]
+              ObjectRef, PartialRef, ModuleFactory, OptimizerClass, RecordClass]
 
 
 @dataclass(eq=False)
@@ -327,6 +338,10 @@ class BackwardEvent:
     is_grad: bool = False  # torch.autograd.grad (does not touch .grad)
     creates_graph: bool = False
     context: tuple = ()  # the chain of inlined calls it runs under
+    # The tensors `autograd.grad` differentiates with respect to: its walk
+    # runs no further into their history (MAML's fast weights, made from the
+    # previous step's, are not freed by the next step's `grad`).
+    inputs: frozenset = frozenset()
 
 
 @dataclass(frozen=True)

@@ -259,7 +259,7 @@ class NodeStore:
                 stand_in = self.carried[key] = Carried(value, loop)
             return stand_in
         if isinstance(value, TupleVal):
-            return tuple_of(frozenset(self.carry(v, loop) for v in item) for item in value.items)
+            return tuple_of((frozenset(self.carry(v, loop) for v in item) for item in value.items), value.record)
         return value
 
     def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]:

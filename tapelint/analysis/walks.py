@@ -47,10 +47,12 @@ def parents_of(node: AbstractNode, age: Optional[Loop], where: Optional[Iteratio
             if all((loop in when) is later for loop, later in known) for parent in parents]
 
 
-def walk(roots: Iterable[GraphValue], where: Optional[Iterations] = None) -> Iterator[tuple[Key, list[Key]]]:
+def walk(roots: Iterable[GraphValue], where: Optional[Iterations] = None,
+         stop: Collection[AbstractNode] = ()) -> Iterator[tuple[Key, list[Key]]]:
     """Every graph node a backward from `roots` runs (non-leaf, possibly
     tracked), with the keys of its parents that it will run next. `where`:
-    which iterations the walk runs in, if known (`parents_of`)."""
+    which iterations the walk runs in, if known (`parents_of`); `stop`, the
+    inputs of an `autograd.grad`, whose own history it does not run."""
     seen: set[Key] = set()
     stack: list[Key] = []
     for root in roots:
@@ -62,7 +64,7 @@ def walk(roots: Iterable[GraphValue], where: Optional[Iterations] = None) -> Ite
             continue
         seen.add(key)
         node, age = key
-        if node.leaf or node.tracked is Tracked.NO:
+        if node.leaf or node.tracked is Tracked.NO or node in stop:
             continue
         children: list[Key] = []
         for parent in parents_of(node, age, where):

@@ -25,6 +25,7 @@ from tapelint.analysis.findings import (
     SharedHazard,
     StaleHazard,
 )
+from tapelint.analysis.model import Retains
 from tapelint.diagnostics import Diagnostic, Edit, Fix, Related, Role, Semantics, Severity
 from tapelint.fixes.context import SourceContext
 
@@ -153,6 +154,11 @@ class Rule(Generic[H]):
 def semantics_note(hazard: ReuseHazard) -> str:
     """The part of a message that says under which semantics it fails, and
     what that verdict assumes."""
+    first = hazard.first_backward
+    if hazard.retained and first.inputs and first.retains is not Retains.YES:
+        return (" PyTorch runs this only because the earlier `torch.autograd.grad` stops at the tensors it"
+                " differentiates with respect to; a strict tape such as burn's consumes the whole graph"
+                " and rejects it.")
     if hazard.retained:
         return (" PyTorch runs this only because the earlier backward passes retain_graph=True;"
                 " a strict tape such as burn's has no retain_graph and rejects it.")

@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import mappings, paths, staleness, torch_api
+from tapelint.analysis import mappings, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import call_facts
+from tapelint.analysis.interp.attributes import (
+    RECORD_FACTORIES,
+    getattr_call,
+    make_record,
+    record_class,
+    setattr_call,
+    torch_submodule,
+)
 from tapelint.analysis.interp.statements import note_accumulation
 from tapelint.analysis.interp.torch_calls import backward, layer_result, tensor_method, torch_call
 from tapelint.analysis.model import (
@@ -31,6 +39,7 @@ from tapelint.analysis.model import (
     ObjectRef,
     OptimizerClass,
     PartialRef,
+    RecordClass,
     SelfRef,
     Tracked,
     TupleVal,
@@ -89,6 +98,8 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = _library_module(args, name)
     elif name is not None and name in torch_api.MAPPING_CLASSES:
         result = frozenset((new_mapping(frame, call, args, state, factory=name.endswith("defaultdict")),))
+    elif name is not None and name in RECORD_FACTORIES:
+        result = frozenset((record_class(args, call),))
     elif name is not None and name in torch_api.CHAINING_CALLS:
         result = frozenset(v for _, vals in args for v in frame.elements(vals, state))
     elif name is not None and (name == "torch" or name.startswith("torch.")):
@@ -394,19 +405,6 @@ def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: Mod
     return EMPTY
 
 
-def torch_submodule(module: ModuleRef, attribute: str) -> Optional[ModuleRef]:
-    """The submodule `attribute` of a `torch.nn` layer (`nn.Transformer().encoder`),
-    when that class builds one: its parameters are the layer's (they share its
-    construction site, the owner an optimizer of `model.parameters()` updates)."""
-    if module.user_class is not None:
-        return None
-    cls = torch_api.TORCH_SUBMODULES.get(module.class_name, {}).get(attribute)
-    if cls is None:
-        return None
-    parametric = module.parametric and cls in ops.PARAMETRIC_MODULES
-    return ModuleRef(cls, parametric, ops.module_saves(cls), frozen=module.frozen, site=module.site)
-
-
 def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: ObjectRef, method: str, args: Args,
                   state: State) -> Vals:
     """`buffer.add(s, v)`: the method of the object's class, run on that
@@ -421,24 +419,6 @@ def object_method(frame: Frame, call: cst.Call, func: cst.Attribute, obj: Object
     if kept is not None:
         return call_values(frame, call, func, kept, args, state)
     return EMPTY
-
-
-def object_attribute(frame: Frame, expr: cst.BaseExpression, obj: ObjectRef, attr: str, state: State) -> Vals:
-    """An attribute of a project object; its `__class__` is its class and its
-    `__dict__` a mapping of every attribute it holds (`type(b)(**b.__dict__)`)."""
-    if attr == "__class__":
-        info = frame.program.class_info(obj.cls)
-        return frozenset((ClassRef(obj.cls, False, False),)) if info is not None and not info.is_module else EMPTY
-    if attr == "__dict__":
-        held = frozenset(v for key, vals in state.env.items() if key.startswith(obj.prefix) for v in vals)
-        return frozenset((frame.new_list(expr, held, state, mapping=True),))
-    kept = state.env.get(obj.prefix + attr)
-    if kept is not None:
-        return kept
-    info = frame.program.class_info(obj.cls)
-    if info is not None and attr in info.methods:
-        return frozenset((MethodRef(obj, attr),))  # called later, on the object
-    return frozenset((OPAQUE,))
 
 
 def _each_alternative(frame: Frame, state: State, calls: list) -> Vals:
@@ -509,8 +489,9 @@ def _dataclass_fields(frame: Frame, node: cst.ClassDef, args: Args) -> list[tupl
 def _field_names(frame: Frame, node: cst.ClassDef, depth: int) -> list[str]:
     home = frame.program.home_of(node)
     decorators = [d.decorator.func if type(d.decorator) is cst.Call else d.decorator for d in node.decorators]
-    if depth > INLINE_DEPTH or not any(home.imports.resolve(dotted_name(d) or "") in DATACLASS_DECORATORS
-                                       for d in decorators):
+    record = any(home.imports.resolve(dotted_name(base.value) or "") == "typing.NamedTuple" for base in node.bases)
+    if depth > INLINE_DEPTH or not record and not any(
+            home.imports.resolve(dotted_name(d) or "") in DATACLASS_DECORATORS for d in decorators):
         return []
     names = [name for base in home.base_classes(node) for name in _field_names(frame, base.node, depth + 1)]
     for stmt in node.body.body:
@@ -606,6 +587,8 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
             out |= inline(frame, call, method, args, state, owner=frame.owner)  # `self(x)` in a method
         elif isinstance(value, ModuleFactory):
             out.add(value.module)
+        elif isinstance(value, RecordClass):
+            out.add(make_record(value, call, args))
         elif isinstance(value, OptimizerClass):
             out |= staleness.optimizer(frame, call, args, state)  # `optimizer_class(model.parameters())`
         elif value is OPAQUE or isinstance(value, (AbstractNode, Carried, LibraryObject)):
@@ -684,6 +667,8 @@ def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: Sta
         return frozenset((frame.new_list(call, frozenset((tuple_of(columns),)), state),))
     if name == "next" and args:  # an element of the iterator (or the default)
         return frame.elements(args[0][1], state) | frozenset(v for _, vals in args[1:] for v in vals)
+    if name == "map" and len(args) > 1 and (mapped := _mapped(frame, call, args, state)) is not None:
+        return frozenset((frame.new_list(call, mapped, state),))
     if name in torch_api.PASS_THROUGH_BUILTINS:
         out: set = set()
         for _, vals in args:
@@ -694,28 +679,29 @@ def builtin_call(frame: Frame, call: cst.Call, name: str, args: Args, state: Sta
                 out |= vals
         return frozenset(out)
     if name == "getattr":
-        return _getattr(frame, call, args, state)
+        return getattr_call(frame, call, args, state)
+    if name == "setattr":
+        setattr_call(frame, call, args, state)
     return EMPTY
 
 
-def _getattr(frame: Frame, call: cst.Call, args: Args, state: State) -> Vals:
-    """`getattr(cb, "on_batch_end")`, or `getattr(cb, method_name)` where the
-    path knows which literal `method_name` is (a parameter the call bound to
-    one: skorch's `notify("on_batch_end", ...)`): that attribute of a project
-    object, or its method; anything else is unknown."""
-    name = None
-    if len(call.args) >= 2 and call.args[1].keyword is None:
-        attr = call.args[1].value
-        if type(attr) is cst.SimpleString:
-            name = plain_string(attr)
-        elif type(attr) is cst.Name:
-            name = paths.known_string(state.facts, attr.value)
-    out: set = set()
-    for value in args[0][1] if args and name is not None else ():
-        out |= object_attribute(frame, call, value, name, state) if isinstance(value, ObjectRef) and name else {OPAQUE}
-    if not out:
-        return frozenset((OPAQUE,))
-    return frozenset(out).union(*(vals for _, vals in args[2:3]))  # `getattr(obj, name, default)`
+def _mapped(frame: Frame, call: cst.Call, args: Args, state: State) -> Optional[Vals]:
+    """What `map(f, xs, ...)` yields when the analysis can run `f` (a lambda,
+    a function or class of the project, a module, a builtin such as `float`):
+    `f` called on the elements of the iterables. None for a function it
+    cannot run, whose results are then taken as what it was given."""
+    if call.args[0].star:
+        return None
+    func = call.args[0].value
+    callee = args[0][1]
+    builtin = type(func) is cst.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env
+    if not builtin and not any(isinstance(v, _RUNNABLE) for v in callee):
+        return None
+    elements = [(None, frame.elements(vals, state)) for _, vals in args[1:]]
+    return call_values(frame, call, func, callee, elements, state)
+
+
+_RUNNABLE = (FunctionRef, PartialRef, ClassRef, ModuleRef, MethodRef, ObjectRef, RecordClass)
 
 
 def module_call(frame: Frame, call: cst.Call, func: cst.BaseExpression, module: ModuleRef, args: Args,
@@ -769,10 +755,10 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     `receiver` (the module whose instance `obj` is; by default `obj`). A
     generator's call is the container of what it yields (`for batch in
     buffer.minibatches(2)`)."""
-    share_self = share_self and owner is not None
+    own_self = share_self and owner is not None
     too_deep = frame.depth >= INLINE_DEPTH and not _makes_no_call(fn)
     if too_deep or fn in frame.context or _left_to_subclasses(fn) or not frame.recorder.enter_call(
-            fn, (call, frame.context), share_self):
+            fn, (call, frame.context), own_self):
         # A function of the project we will not look into (recursion, depth, an
         # abstract method): its result may well be detached (`repackage_hidden`
         # calls itself on each element of a tuple), so it is unknown, and no walk
@@ -782,6 +768,9 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
         return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", (), Saves.UNKNOWN,
                                            Tracked.UNKNOWN, leaf=True),))
     nested = type(frame.scope) is cst.FunctionDef and _encloses(frame.scope, fn)
+    # A function defined in the method that calls it (an optimizer's closure)
+    # reads and writes that method's `self.*`.
+    share_self = own_self or (share_self and nested and owner is None and obj is None and frame.owner is not None)
     home = frame.program.home_of(fn)
     if home is frame.program:
         fallback = ((state.env,) if frame.is_module or nested else ()) + frame.fallback

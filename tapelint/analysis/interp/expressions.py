@@ -11,20 +11,18 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import mappings, paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
-from tapelint.analysis.interp.calls import eval_call, first_party, object_attribute, pretrained, torch_submodule
+from tapelint.analysis.interp.attributes import attribute_values
+from tapelint.analysis.interp.calls import eval_call, first_party, pretrained
 from tapelint.analysis.interp.statements import fact_keys, tensor_test
 from tapelint.analysis.model import (
     OPAQUE,
     AbstractNode,
     Carried,
     ClassRef,
-    FunctionRef,
     ListRef,
     ModuleFactory,
     ModuleRef,
-    ObjectRef,
     OptimizerClass,
-    SelfRef,
     TupleVal,
     tuple_of,
 )
@@ -122,41 +120,7 @@ def eval_attribute(frame: Frame, expr: cst.Attribute, state: State) -> Vals:
     if key is not None and torch_api.builds_pretrained_module(key, attr):
         # `from_fn = model_class.from_pretrained`: what calling it later gives
         return frozenset(ModuleFactory(v) for v in pretrained(frame, expr, state) if isinstance(v, ModuleRef))
-    base = frame.eval(expr.value, state)
-    out: set = set()
-    for value in base:
-        if isinstance(value, (AbstractNode, Carried)):
-            if value is OPAQUE:
-                out.add(OPAQUE)
-            elif attr in ops.UNTRACKING_ATTRIBUTES:
-                continue
-            elif attr in ("T", "mT", "H", "mH"):
-                out.add(frame.store.node(frame, state, expr, "t", [value], Saves.NOTHING))
-            elif attr in torch_api.MODEL_OUTPUT_FIELDS:  # `outputs.loss`: a tensor of its own
-                out.add(frame.store.node(frame, state, expr, attr, [value], Saves.NOTHING))
-            else:
-                out.add(value)  # `.values`, `.logits`, `.loss`: the same graph
-        elif isinstance(value, ModuleRef):
-            info = frame.user_class(value)
-            if value.instance is not None and (kept := state.env.get(value.instance.prefix + attr)) is not None:
-                out |= kept  # stored on this instance after `__init__` (by `forward`, or by its user)
-            elif info is not None and f"self.{attr}" in info.state:
-                out |= info.state[f"self.{attr}"]
-            elif attr in ops.MODULE_STATE_ATTRIBUTES:
-                continue  # a buffer (`bn.running_var`) or the configuration: no parameter
-            elif (submodule := torch_submodule(value, attr)) is not None:
-                out.add(submodule)
-            else:
-                out.add(ModuleRef("submodule", value.parametric, Saves.UNKNOWN, frozen=value.frozen))
-        elif isinstance(value, ObjectRef):
-            out |= object_attribute(frame, expr, value, attr, state)
-        elif isinstance(value, SelfRef):
-            out.add(OPAQUE)
-        elif isinstance(value, (ListRef, TupleVal, FunctionRef, ClassRef)):
-            continue
-        else:
-            out.add(OPAQUE)
-    return frozenset(out)
+    return attribute_values(frame, expr, frame.eval(expr.value, state), attr, state)
 
 
 def eval_binary(frame: Frame, expr: cst.BinaryOperation, state: State) -> Vals:

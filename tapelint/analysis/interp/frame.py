@@ -243,8 +243,23 @@ class Frame:
         if key is None:
             self.eval(target, state)
             return
-        if type(target) is cst.Attribute and self._bind_object_attribute(target, vals, state):
+        if type(target) is cst.Attribute:
+            self.bind_attribute(key[:-len(target.attr.value) - 1], target.attr.value, vals, state)
             return
+        self._bind_key(key, vals, state)
+
+    def bind_attribute(self, base_key: str, attr: str, vals: Vals, state: State) -> None:
+        """`base.attr = vals` (`setattr(base, "attr", vals)` too): on an object,
+        its attribute (one of several objects' may be it); else the name path."""
+        keys = self._object_attribute_keys(base_key, attr, state)
+        for key in keys:
+            state.env[key] = vals if len(keys) == 1 else state.env.get(key, EMPTY) | vals
+            if state.facts or state.guards:
+                state.rebound(key)  # `agent.tune = False`: what a test on it saw no longer holds
+        if not keys:
+            self._bind_key(f"{base_key}.{attr}", vals, state)
+
+    def _bind_key(self, key: str, vals: Vals, state: State) -> None:
         for value in vals:
             if isinstance(value, AbstractNode) and value.name is None and value is not OPAQUE:
                 value.name = key
@@ -259,19 +274,13 @@ class Frame:
         object's attribute, what its methods read as `self.slot`. Empty when
         the base holds no such object."""
         base_key = self.target_key(target.value)
-        base = self.resolve(base_key, state) if base_key is not None else None
+        return self._object_attribute_keys(base_key, target.attr.value, state) if base_key is not None else []
+
+    def _object_attribute_keys(self, base_key: str, attr: str, state: State) -> list[str]:
+        base = self.resolve(base_key, state)
         objects = [v for v in base or () if isinstance(v, ObjectRef)]
         objects += [v.instance for v in base or () if isinstance(v, ModuleRef) and v.instance is not None]
-        return [obj.prefix + target.attr.value for obj in objects]
-
-    def _bind_object_attribute(self, target: cst.Attribute, vals: Vals, state: State) -> bool:
-        """`buffer.slot = 0` on an object: its attribute (one of several objects' may be it)."""
-        keys = self.object_attribute_keys(target, state)
-        for key in keys:
-            state.env[key] = vals if len(keys) == 1 else state.env.get(key, EMPTY) | vals
-            if state.facts or state.guards:
-                state.rebound(key)  # `agent.tune = False`: what a test on it saw no longer holds
-        return bool(keys)
+        return [obj.prefix + attr for obj in objects]
 
     def _bind_item(self, target: cst.Subscript, vals: Vals, state: State) -> None:
         """`lst[i] = v` adds to the container; `t[i] = v` on a tensor makes it hold `v` too."""

@@ -45,7 +45,7 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     if name in torch_api.AUTOGRAD_WALKS:
         roots = args[0][1] if args else EMPTY
         backward(frame, call, roots, state, name + "(...)", positional_offset=3 if last == "grad" else 2,
-                 is_grad=last == "grad")
+                 is_grad=last == "grad", inputs=_grad_inputs(frame, args, state) if last == "grad" else EMPTY)
         if last != "grad":
             return EMPTY
         return _gradients(frame, call, args, state)
@@ -237,10 +237,19 @@ def _copy_into(frame: Frame, receiver: cst.BaseExpression, tensors: Vals, copied
     return tensors | copied
 
 
+def _grad_inputs(frame: Frame, args: list, state: State) -> Vals:
+    """The tensors `torch.autograd.grad(outputs, inputs)` differentiates with respect to."""
+    given = [vals for keyword, vals in args if keyword == "inputs"] or [vals for keyword, vals in args[1:2]
+                                                                         if keyword is None]
+    held = frozenset(v for vals in given for v in vals)
+    return frozenset(frame.graph_values(frame.elements(held, state, values=True) | held, state))
+
+
 def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
-             is_grad: bool = False) -> None:
+             is_grad: bool = False, inputs: Vals = EMPTY) -> None:
     """A call that walks the graph of `roots`: whether it retains decides what
-    it releases (`retain_graph`/`create_graph`, by keyword or by position)."""
+    it releases (`retain_graph`/`create_graph`, by keyword or by position);
+    the walk of an `autograd.grad` stops at its `inputs`."""
     if positional_offset is not None:
         retain = _walk_argument(call, "retain_graph", positional_offset)
         create = _walk_argument(call, "create_graph", positional_offset + 1)
@@ -256,7 +265,7 @@ def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, 
         retains = Retains.UNKNOWN  # a partial walk frees only part of the graph
     else:
         retains = Retains.NO
-    _walk(frame, call, roots, state, api, retains, is_grad, creates)
+    _walk(frame, call, roots, state, api, retains, is_grad, creates, inputs)
 
 
 def _register_hooks(frame: Frame, tensors: list, hooks: Vals) -> None:
@@ -298,7 +307,7 @@ def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, ap
 
 
 def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, retains: Retains, is_grad: bool,
-          creates: bool) -> None:
+          creates: bool, inputs: Vals = EMPTY) -> None:
     held = frame.elements(roots, state, values=True)
     graph_roots = [v for v in frame.graph_values(held | roots, state) if v is not OPAQUE]
     # A framework's walk has no call of its own: it is placed at the returned
@@ -306,6 +315,9 @@ def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, 
     # `retain_graph` argument of it is ever looked up).
     event = frame.store.event(site, frame, graph_roots, retains, frame.scope, api, is_grad,  # type: ignore[arg-type]
                               creates)
+    stops = frozenset(v.node if isinstance(v, Carried) else v for v in inputs if v is not OPAQUE)
+    if not stops <= event.inputs:
+        event.inputs |= stops
     if frame.owner is not None:
         # In a method, an unknown object kept on `self` (`self.actor_critic`) is
         # what the object trains; a parameter of a plain function nobody here
