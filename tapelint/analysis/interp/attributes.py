@@ -147,8 +147,8 @@ def attribute_name(call: cst.Call, state: State) -> Optional[str]:
 def getattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> Vals:
     """`getattr(obj, name[, default])`: the attribute, as `obj.name` reads it;
     under a computed name, any of the object's data attributes."""
-    if not args or call.args[0].star:
-        return frozenset((OPAQUE,))
+    if not args or not _called_by_name(call, "getattr") or call.args[0].star:
+        return frozenset((OPAQUE,))  # (`map(getattr, objects, names)`: nothing known)
     base = args[0][1]
     name = attribute_name(call, state)
     if name is None:
@@ -183,7 +183,7 @@ def dynamic_attributes(frame: Frame, base: Vals, state: State) -> Vals:
 def setattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> None:
     """`setattr(obj, name, value)`: as `obj.name = value`; under a computed
     name, the object's `<any>` attribute gains `value`."""
-    if len(args) < 3 or any(arg.star for arg in call.args[:3]):
+    if len(args) < 3 or not _called_by_name(call, "setattr") or any(arg.star for arg in call.args[:3]):
         return
     base, vals = args[0][1], args[2][1]
     name = attribute_name(call, state)
@@ -203,6 +203,11 @@ def setattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> None
         state.env[key] = vals if name is not None and len(base) == 1 else (held or EMPTY) | vals
         if state.facts or state.guards:
             state.rebound(key)
+
+
+def _called_by_name(call: cst.CSTNode, name: str) -> bool:
+    """`call` is `name(...)` itself, so its arguments are the builtin's."""
+    return type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == name
 
 
 # ------------------------------------------------------------------ records
