@@ -6,6 +6,7 @@ so the nodes they create and the backwards they run sit in the caller's loops.""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Optional
 
@@ -783,14 +784,8 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     callee.obj = obj
     inner = State({}, state.released, state.retained, state.kept,
                   state.no_grad or home.is_no_grad_function(fn), state.stale)
-    fresh = frame.store.lists_within(callee.context)  # a list literal in the callee is new at every call
     own = obj.prefix if obj is not None else None
-    inner.env.update({k: v for k, v in state.env.items()
-                      if (k.startswith("<list@") and container_key(k) not in fresh)
-                      or (share_self and k.startswith("self."))
-                      or (k.startswith("<obj@") and not (own and k.startswith(own)))})
-    if own:
-        inner.env.update({"self." + k[len(own):]: v for k, v in state.env.items() if k.startswith(own)})
+    inner.env.update(_entry_env(state.env, frame.store.lists_within(callee.context), own, share_self))
     callee.bind_parameters(fn, inner, method=owner is not None, args=args)
     edge = call_facts.boundary(own, share_self, owner)
     call_facts.into_call(state, inner, edge)
@@ -798,10 +793,13 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
     end = callee.finish(callee.exec_block(fn.body.body, inner))
     written = []
     for key, vals in end.env.items():
-        if own and key.startswith("self."):
-            key = own + key[len("self."):]
-        elif not (key.startswith(("<list@", "<obj@")) or (share_self and key.startswith("self."))
-                  or key in callee.globals):
+        # (keys are told apart by their first character: this runs for every key at every call)
+        if key[0] == "s" and key.startswith("self."):
+            if own:
+                key = own + key[len("self."):]
+            elif not share_self and key not in callee.globals:
+                continue
+        elif key[0] != "<" and key not in callee.globals:
             continue
         if state.env.get(key) is vals:
             continue  # left as the call found it: not rebound (its guards stay)
@@ -823,6 +821,30 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
         me = receiver if receiver is not None else obj
         result = {me if isinstance(v, SelfRef) else v for v in result}  # `return self`: the object
     return frozenset(result)
+
+
+def _entry_env(env: dict[str, Vals], fresh: Collection[str], own: Optional[str], share_self: bool) -> dict[str, Vals]:
+    """What a callee starts from of its caller's state: the containers (but
+    those its own list literals make anew, `fresh`), the other objects'
+    attributes, `self.*` when it shares the caller's `self`, and the object
+    it runs on (`own`) as its `self.*`. Keys are told apart by their first
+    character: this runs for every key at every call."""
+    entry: dict[str, Vals] = {}
+    its_own: dict[str, Vals] = {}
+    for key, vals in env.items():
+        first = key[0]
+        if first == "<":
+            if key[1] == "l":
+                if container_key(key) not in fresh:
+                    entry[key] = vals
+            elif own and key.startswith(own):
+                its_own["self." + key[len(own):]] = vals
+            else:
+                entry[key] = vals
+        elif share_self and first == "s" and key.startswith("self."):
+            entry[key] = vals
+    entry.update(its_own)
+    return entry
 
 
 _ABSTRACT_DECORATORS = frozenset(("abstractmethod", "abc.abstractmethod"))
