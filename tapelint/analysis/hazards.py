@@ -142,12 +142,9 @@ class HazardLog:
         graph = dict(walk(roots, where))  # what the walk runs, in walk order
         # What only a strict tape runs: the history of an `autograd.grad`'s
         # inputs (PyTorch stops there; burn's backward consumes the whole tape).
-        beyond: dict = {}
-        if event.inputs:
-            torch_graph = dict(walk(roots, where, event.inputs))
-            beyond = {key: children for key, children in graph.items() if key not in torch_graph}
-        stale = stale_walks({k: v for k, v in graph.items() if k not in beyond} if beyond else graph, roots, state,
-                            self.store)
+        torch_graph = dict(walk(roots, where, event.inputs)) if event.inputs else graph
+        beyond = graph.keys() - torch_graph.keys()
+        stale = stale_walks(torch_graph, roots, state, self.store)
         if stale:
             self._record_stale(event, stale[0], state)
         stale_keys = {key for key, _ in stale}

@@ -47,7 +47,7 @@ ANY_ATTRIBUTE = "<any>"
 RECORD_FACTORIES = frozenset(("collections.namedtuple", "typing.NamedTuple"))
 _DATA = (AbstractNode, Carried, ListRef, TupleVal)
 
-Args = list  # list[tuple[Optional[str], Vals]], as in `calls`
+Args = list  # list[tuple[Optional[str], Vals]]: (keyword or None, values) per argument
 
 
 def attribute_values(frame: Frame, site: cst.CSTNode, base: Vals, attr: str, state: State) -> Vals:
@@ -163,21 +163,26 @@ def getattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> Vals
 
 def dynamic_attributes(frame: Frame, base: Vals, state: State) -> Vals:
     """Any data attribute of the objects `base` may be (and unknown)."""
-    prefixes = []
-    for value in base:
-        if isinstance(value, SelfRef):
-            prefixes.append("self.")
-        elif isinstance(value, ObjectRef):
-            prefixes.append(value.prefix)
-        elif isinstance(value, ModuleRef) and value.instance is not None:
-            prefixes.append(value.instance.prefix)
     out: set = {OPAQUE}
-    for prefix in prefixes:
-        envs = [state.env] + list(frame.fallback) + ([frame.owner.state] if frame.owner is not None else [])
-        for env in envs if prefix == "self." else [state.env]:
+    for prefix in filter(None, map(_attribute_prefix, base)):
+        # `self.*` may also be bound where this method was defined or by `__init__`
+        envs = [state.env, *frame.fallback, *([frame.owner.state] if frame.owner is not None else [])] \
+            if prefix == "self." else [state.env]
+        for env in envs:
             out.update(v for key, vals in env.items() if key.startswith(prefix) for v in vals
                        if isinstance(v, _DATA))
     return frozenset(out)
+
+
+def _attribute_prefix(value: object) -> Optional[str]:
+    """Where the attributes of `value` live in the state, if it has any there."""
+    if isinstance(value, SelfRef):
+        return "self."
+    if isinstance(value, ObjectRef):
+        return value.prefix
+    if isinstance(value, ModuleRef) and value.instance is not None:
+        return value.instance.prefix
+    return None
 
 
 def setattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> None:
@@ -192,12 +197,7 @@ def setattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> None
         frame.bind_attribute(base_key, name, vals, state)
         return
     attr = name if name is not None else ANY_ATTRIBUTE
-    for value in base:
-        prefix = ("self." if isinstance(value, SelfRef) else value.prefix if isinstance(value, ObjectRef)
-                  else value.instance.prefix if isinstance(value, ModuleRef) and value.instance is not None
-                  else None)
-        if prefix is None:
-            continue
+    for prefix in filter(None, map(_attribute_prefix, base)):
         key = prefix + attr
         held = state.env.get(key) if prefix != "self." else frame.resolve(key, state)
         state.env[key] = vals if name is not None and len(base) == 1 else (held or EMPTY) | vals
@@ -248,10 +248,9 @@ def make_record(record: RecordClass, call: cst.CSTNode, args: Args) -> TupleVal:
     positional = [vals for keyword, vals in args if keyword is None]
     keywords = {keyword: vals for keyword, vals in args if keyword is not None}
     starred = type(call) is not cst.Call or any(arg.star for arg in call.args)
-    count = len(record.fields) or len(positional)
     if starred or (not record.fields and keywords):
         spread = frozenset(v for vals in [*positional, *keywords.values()] for v in vals)
-        return tuple_of([spread] * max(count, 1), record)
+        return tuple_of([spread] * max(len(record.fields) or len(positional), 1), record)
     if not record.fields:
         return tuple_of(positional, record)
     return tuple_of([positional[i] if i < len(positional) else keywords.get(name, EMPTY)
@@ -265,10 +264,9 @@ def _record_field(value: TupleVal, attr: str) -> Vals:
         return EMPTY
     if attr == "__class__":
         return frozenset((record,))
-    if attr in record.fields:
-        index = record.fields.index(attr)
-        if index < len(value.items):
-            return value.items[index]
     if record.fields and attr not in record.fields:
         return EMPTY  # `_replace`, `_asdict`, `count`: methods
-    return frozenset(v for item in value.items for v in item)
+    index = record.fields.index(attr) if record.fields else len(value.items)
+    if index < len(value.items):
+        return value.items[index]
+    return frozenset(v for item in value.items for v in item)  # names not known: any field

@@ -18,6 +18,7 @@ from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import call_facts
 from tapelint.analysis.interp.attributes import (
     RECORD_FACTORIES,
+    Args,
     getattr_call,
     make_record,
     record_class,
@@ -62,7 +63,6 @@ INLINE_DEPTH = 3
 DATACLASS_DECORATORS = frozenset(("dataclasses.dataclass",))
 SPREAD = "**"  # the keyword an argument `**mapping` is passed under (what the mapping holds)
 
-Args = list  # list[tuple[Optional[str], Vals]]: (keyword or None, values) per argument
 
 
 def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:

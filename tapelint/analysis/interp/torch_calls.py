@@ -45,7 +45,7 @@ def torch_call(frame: Frame, call: cst.Call, name: str, args: list, state: State
     if name in torch_api.AUTOGRAD_WALKS:
         roots = args[0][1] if args else EMPTY
         backward(frame, call, roots, state, name + "(...)", positional_offset=3 if last == "grad" else 2,
-                 is_grad=last == "grad", inputs=_grad_inputs(frame, args, state) if last == "grad" else EMPTY)
+                 is_grad=last == "grad", inputs=_grad_inputs(frame, args, state) if last == "grad" else frozenset())
         if last != "grad":
             return EMPTY
         return _gradients(frame, call, args, state)
@@ -237,16 +237,23 @@ def _copy_into(frame: Frame, receiver: cst.BaseExpression, tensors: Vals, copied
     return tensors | copied
 
 
-def _grad_inputs(frame: Frame, args: list, state: State) -> Vals:
-    """The tensors `torch.autograd.grad(outputs, inputs)` differentiates with respect to."""
+def _grad_inputs(frame: Frame, args: list, state: State) -> frozenset[AbstractNode]:
+    """The nodes `torch.autograd.grad(outputs, inputs)` differentiates with
+    respect to (an earlier iteration's stands for its site's)."""
     given = [vals for keyword, vals in args if keyword == "inputs"] or [vals for keyword, vals in args[1:2]
                                                                          if keyword is None]
-    held = frozenset(v for vals in given for v in vals)
-    return frozenset(frame.graph_values(frame.elements(held, state, values=True) | held, state))
+    held = _graph_values_held(frame, frozenset(v for vals in given for v in vals), state)
+    return frozenset(v.node if isinstance(v, Carried) else v for v in held)
+
+
+def _graph_values_held(frame: Frame, vals: Vals, state: State) -> list:
+    """The known graph values of `vals` and of what they hold (a list of losses)."""
+    held = frame.elements(vals, state, values=True)
+    return [v for v in frame.graph_values(held | vals, state) if v is not OPAQUE]
 
 
 def backward(frame: Frame, call: cst.Call, roots: Vals, state: State, api: str, positional_offset: Optional[int],
-             is_grad: bool = False, inputs: Vals = EMPTY) -> None:
+             is_grad: bool = False, inputs: frozenset[AbstractNode] = frozenset()) -> None:
     """A call that walks the graph of `roots`: whether it retains decides what
     it releases (`retain_graph`/`create_graph`, by keyword or by position);
     the walk of an `autograd.grad` stops at its `inputs`."""
@@ -307,17 +314,15 @@ def walk_returned(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, ap
 
 
 def _walk(frame: Frame, site: cst.CSTNode, roots: Vals, state: State, api: str, retains: Retains, is_grad: bool,
-          creates: bool, inputs: Vals = EMPTY) -> None:
-    held = frame.elements(roots, state, values=True)
-    graph_roots = [v for v in frame.graph_values(held | roots, state) if v is not OPAQUE]
+          creates: bool, inputs: frozenset[AbstractNode] = frozenset()) -> None:
+    graph_roots = _graph_values_held(frame, roots, state)
     # A framework's walk has no call of its own: it is placed at the returned
     # expression, of which only the position is read (it retains nothing, so no
     # `retain_graph` argument of it is ever looked up).
     event = frame.store.event(site, frame, graph_roots, retains, frame.scope, api, is_grad,  # type: ignore[arg-type]
                               creates)
-    stops = frozenset(v.node if isinstance(v, Carried) else v for v in inputs if v is not OPAQUE)
-    if not stops <= event.inputs:
-        event.inputs |= stops
+    if not inputs <= event.inputs:
+        event.inputs |= inputs
     if frame.owner is not None:
         # In a method, an unknown object kept on `self` (`self.actor_critic`) is
         # what the object trains; a parameter of a plain function nobody here
