@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 import libcst as cst
 
@@ -69,14 +69,15 @@ class AbstractNode:
     leaf: bool
     saves: Saves
     op: str  # what created it, for messages: "exp", "self.encoder(...)", "*"
-    parents: list[GraphValue] = field(default_factory=list)
+    # Its parents (`parents`; only the node store adds to them).
+    edges: list[GraphValue] = field(default_factory=list)
     # Its parents by which of its loops were past their first iteration when
     # it was made (`run_loop` runs the first apart): a walk that knows which
     # iteration it runs in follows only those, so a product made in the loop
     # from a value bound before it and remade in it reaches that value in the
     # first iteration only. `parents` is their union (the only record of a
     # node made outside every loop).
-    parents_when: dict[frozenset, list[GraphValue]] = field(default_factory=dict)
+    edges_when: dict[frozenset, list[GraphValue]] = field(default_factory=dict)
     name: Optional[str] = None  # the first name bound to it, for messages
     accumulator: bool = False  # created by `total += x` in a loop (TL003)
     context: tuple = ()  # the chain of inlined calls it was created under
@@ -97,6 +98,21 @@ class AbstractNode:
     # Functions of the project given to its `register_hook`: a backward that
     # reaches the tensor runs them (a hook that empties a cache).
     hooks: tuple = ()
+    # When its parents were last read (`clock`): a loop pass that read them
+    # before they grew is not a fixed point (`NodeStore.grew`).
+    read: int = -1
+    # Ticks at each loop run and pass (`NodeStore.tick`).
+    clock: ClassVar[int] = 0
+
+    @property
+    def parents(self) -> list[GraphValue]:
+        self.read = AbstractNode.clock
+        return self.edges
+
+    @property
+    def parents_when(self) -> dict[frozenset, list[GraphValue]]:
+        self.read = AbstractNode.clock
+        return self.edges_when
 
     def __repr__(self) -> str:  # debugging aid for tests
         return f"<{self.op} {self.name or ''} {self.tracked.value}{' leaf' if self.leaf else ''}>"

@@ -9,6 +9,7 @@ and only adds to it — which is how the loop fixed point is detected.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Optional, Protocol
 
 import libcst as cst
@@ -59,6 +60,17 @@ class StoreView(Protocol):
     def list_site(self, key: str) -> Optional[cst.CSTNode]: ...
 
 
+@dataclass
+class LoopRun:
+    """One run of a loop under way (`run_loop`), by the clock
+    (`AbstractNode.clock`): when it began, when its current pass began, and
+    whether that pass read a node that then grew (`NodeStore.grew`)."""
+
+    began: int
+    pass_began: int
+    reread: bool = False
+
+
 class NodeStore:
     """Owns the abstract graph of one module."""
 
@@ -82,6 +94,7 @@ class NodeStore:
         # meta-validation) makes a tensor of the same kind from the same kind of inputs.
         self.proven_sites: set[cst.CSTNode] = set()
         self.changes = 0  # grows whenever the graph does: the loop fixed point's test
+        self.runs: list[LoopRun] = []  # the loop runs under way, outermost first
         self.order = 0
         # What each evaluated expression held, joined over its evaluations
         # (`analysis.shapes`): the fixes' "is this a tensor?".
@@ -127,18 +140,27 @@ class NodeStore:
             self.nodes[key] = node
             self.changes += 1
             return node
-        these = existing.parents_when.setdefault(later, []) if where.loops else None
+        changes = self.changes
+        these = None
+        if where.loops:
+            these = existing.edges_when.get(later)
+            if these is None:  # (no change of the graph, but of what `walks.parents_of` reads)
+                these = existing.edges_when[later] = []
+                self.grew(existing)
         for parent in graph_parents:
-            if not any(parent is p for p in existing.parents):
-                existing.parents.append(parent)
+            if not any(parent is p for p in existing.edges):
+                existing.edges.append(parent)
                 self.changes += 1
             if these is not None and not any(parent is p for p in these):
                 these.append(parent)
                 self.changes += 1
+        if self.changes != changes:
+            self.grew(existing)
         joined = Tracked.union([existing.tracked, tracked])
         if joined is not existing.tracked:
             existing.tracked = joined
             self.changes += 1
+            self.grew(None)  # (read wherever the node is: not stamped)
         return existing
 
     def note_shape(self, expr: cst.CSTNode, vals: Vals) -> None:
@@ -225,13 +247,16 @@ class NodeStore:
                                 result.op, list(result.parents), name=name, context=result.context)
             self.nodes[memo] = node
             self.changes += 1
-        pairs = [(node.parents, result.parents)]
-        pairs += [(node.parents_when.setdefault(when, []), theirs) for when, theirs in result.parents_when.items()]
+        changes, variants = self.changes, len(node.edges_when)
+        pairs = [(node.edges, result.parents)]
+        pairs += [(node.edges_when.setdefault(when, []), theirs) for when, theirs in result.parents_when.items()]
         for mine, theirs in pairs:
             for parent in theirs:
                 if not any(parent is p for p in mine):
                     mine.append(parent)
                     self.changes += 1
+        if self.changes != changes or len(node.edges_when) != variants:
+            self.grew(node)
         return node
 
     def event(self, call: cst.Call, where: Placement, roots: list[AbstractNode], retains: Retains,
@@ -248,6 +273,7 @@ class NodeStore:
             for root in roots:
                 if not any(root is r for r in event.roots):
                     event.roots.append(root)
+                    self.grew(None)
         return event
 
     def carry(self, value: Value, loop: Loop) -> Value:
@@ -262,6 +288,49 @@ class NodeStore:
             return tuple_of((frozenset(self.carry(v, loop) for v in item) for item in value.items), value.record)
         return value
 
+    # ------------------------------------------------------- loop fixed points
+
+    @staticmethod
+    def tick() -> int:
+        AbstractNode.clock += 1
+        return AbstractNode.clock
+
+    def begin_run(self) -> LoopRun:
+        """A loop's run begins (`run_loop`); its passes begin with `begin_pass`."""
+        now = self.tick()
+        run = LoopRun(now, now)
+        self.runs.append(run)
+        return run
+
+    def begin_pass(self, run: LoopRun) -> None:
+        run.pass_began = self.tick()
+        run.reread = False
+
+    def end_run(self) -> None:
+        self.runs.pop()
+
+    def grew(self, node: Optional[AbstractNode]) -> None:
+        """`node`'s parents grew (None: something read without a stamp did: a
+        node's trackedness, a backward's roots, the sites proven tracked). Each
+        loop run under way whose current pass read `node` before it grew must
+        run again: another pass from the same head could read it differently.
+        A read inside a loop run nested in that pass is the nested run's own:
+        its passes settle it. Every read of parents is stamped
+        (`AbstractNode.parents`). Most passes grow nothing they read before:
+        a node is made or grown at its site before anything made from it
+        reads it."""
+        runs = self.runs
+        if node is None:
+            for run in runs:
+                run.reread = True
+            return
+        read = node.read
+        inner_began = None  # when the run nested in this one's pass began
+        for run in reversed(runs):
+            if run.pass_began <= read and (inner_began is None or read < inner_began):
+                run.reread = True
+            inner_began = run.began
+
     def stand_in(self, node: AbstractNode, loop: Loop) -> Optional[Carried]:
         return self.carried.get((id(node), loop))
 
@@ -272,7 +341,10 @@ class NodeStore:
     def prove_walked(self, nodes: Iterable[AbstractNode]) -> None:
         """A backward walks `nodes`: they, and what their sites make wherever
         they run, are tracked (a leaf proves nothing of how it was made)."""
+        proven = len(self.proven_sites)
         self.proven_sites.update(node.site for node in nodes if not node.leaf)
+        if len(self.proven_sites) != proven:
+            self.grew(None)  # (`is_tracked` reads them)
 
     def is_tracked(self, node: AbstractNode) -> bool:
         """Known to carry a graph: tracked by construction, or derived from a
@@ -307,7 +379,7 @@ class NodeStore:
         syntax tree they point into is freed as soon as its file is done,
         by reference counting, not at the next full collection."""
         for node in self.nodes.values():
-            node.parents.clear()
-            node.parents_when.clear()
+            node.edges.clear()
+            node.edges_when.clear()
         for ref in self.function_refs.values():
             ref.closure = None

@@ -532,11 +532,13 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     later_exits: list[State] = []
     frame.loop_exits.append(([], []))
     outer_first = store.first_iterations
+    run = store.begin_run()
     try:
         for _ in range(MAX_PASSES):
             first = carried_first is None
             store.first_iterations = outer_first + (loop,) if first else outer_first
             before = store.changes
+            store.begin_pass(run)
             continues: list[State] = []
             breaks: list[State] = []
             frame.loop_exits[-1] = (continues, breaks)
@@ -561,10 +563,12 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
                 continue
             assert carried_first is not None
             new_head = State.join(carried_first, back)
-            if new_head.same(head) and store.changes == before:
+            # (the graph grew, but not where this pass had read it: another pass runs the same)
+            if new_head.same(head) and (store.changes == before or not run.reread):
                 break
             head = new_head
     finally:
+        store.end_run()
         frame.loop_exits.pop()
         frame.loops = outer
         store.first_iterations = outer_first

@@ -1,0 +1,111 @@
+"""A loop's fixed point (`run_loop`, `NodeStore.grew`): a pass that grew the
+graph only where it had not read it yet is the last one, and skipping the
+pass that would have confirmed it changes no result. Every fixture and every
+file of every fixture project lints the same with the confirming pass forced
+(the criterion before it existed) as without, under both semantics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixture_spec import FIXTURES_DIR, PROFILES
+from tapelint.analysis.driver import analyze_module
+from tapelint.analysis.parsing import parse_module
+from tapelint.analysis.project import CACHE
+from tapelint.analysis.store import LoopRun, NodeStore
+from tapelint.diagnostics import Semantics
+from tapelint.settings import Settings
+from tapelint.suppressions import lint_module
+
+FILES = sorted(FIXTURES_DIR.glob("*.py")) + sorted((FIXTURES_DIR / "projects").rglob("*.py"))
+
+
+def _every_pass_dirty(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass that grew the graph is never the last: the criterion before."""
+    begin_pass = NodeStore.begin_pass
+
+    def dirty(self: NodeStore, run: LoopRun) -> None:
+        begin_pass(self, run)
+        run.reread = True
+
+    monkeypatch.setattr(NodeStore, "begin_pass", dirty)
+
+
+def _lint(path: Path, settings: Settings) -> str:
+    CACHE.entries.clear()
+    CACHE.chars = 0
+    return repr(lint_module(path.read_text(encoding="utf-8"), str(path), settings))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_fixture_lints_the_same_with_the_confirming_pass(profile, monkeypatch):
+    settings = Settings(semantics=Semantics(profile), report_unused_suppressions=True)
+    passes = [0]
+    begin_pass = NodeStore.begin_pass
+
+    def counted(self: NodeStore, run: LoopRun) -> None:
+        passes[0] += 1
+        begin_pass(self, run)
+
+    monkeypatch.setattr(NodeStore, "begin_pass", counted)
+    settled = {path: _lint(path, settings) for path in FILES}
+    settled_passes, passes[0] = passes[0], 0
+    _every_pass_dirty(monkeypatch)
+    confirmed = {path: _lint(path, settings) for path in FILES}
+    assert [path for path in FILES if settled[path] != confirmed[path]] == []
+    assert settled_passes < 0.85 * passes[0]  # the comparison bites: that many passes were skipped
+
+
+def _passes(source: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many passes each run of a loop took, in the order the runs ended."""
+    counts: list[int] = []
+    begin_run, begin_pass, end_run = NodeStore.begin_run, NodeStore.begin_pass, NodeStore.end_run
+    running: list[int] = []
+
+    def counting_run(self: NodeStore) -> LoopRun:
+        running.append(0)
+        return begin_run(self)
+
+    def counting_pass(self: NodeStore, run: LoopRun) -> None:
+        running[-1] += 1
+        begin_pass(self, run)
+
+    def counting_end(self: NodeStore) -> None:
+        counts.append(running.pop())
+        end_run(self)
+
+    monkeypatch.setattr(NodeStore, "begin_run", counting_run)
+    monkeypatch.setattr(NodeStore, "begin_pass", counting_pass)
+    monkeypatch.setattr(NodeStore, "end_run", counting_end)
+    analyze_module(parse_module(source), Settings())
+    return counts
+
+
+HEADER = "import torch\n\nw = torch.randn(3, 3, requires_grad=True)\n\n\ndef train(xs):\n"
+
+
+def test_a_loop_that_reads_only_what_it_made_ends_after_its_second_pass(monkeypatch):
+    # The second pass gives `y` and `loss` the parents of a later iteration, and
+    # the walk of `loss` reads them after that: a third pass would run the same.
+    source = HEADER + "    for x in xs:\n        y = (w @ x).tanh()\n        loss = y.sum()\n        loss.backward()\n"
+    assert _passes(source, monkeypatch) == [2]
+
+
+def test_a_walk_that_read_a_node_before_it_grew_asks_for_another_pass(monkeypatch):
+    # The walk of `loss` reads the previous iteration's `h` (its parents of the
+    # first iteration only); `h` then gains a later iteration's parents: what the
+    # walk finds behind it may change, so the loop is run again.
+    source = HEADER + ("    h = w @ xs[0]\n    for x in xs:\n        loss = (h * x).sum()\n"
+                       "        loss.backward(retain_graph=True)\n        h = (h * 2).tanh()\n")
+    assert _passes(source, monkeypatch) == [3]
+
+
+def test_a_read_inside_a_nested_loop_is_that_loops_own(monkeypatch):
+    # The inner loop reads and grows its own nodes across its passes; the outer
+    # loop read nothing that grew after its read, so both end after two passes
+    # (the inner loop runs once per outer pass).
+    source = HEADER + ("    for epoch in range(3):\n        for x in xs:\n            y = (w @ x).tanh()\n"
+                       "            loss = y.sum()\n            loss.backward()\n")
+    assert _passes(source, monkeypatch) == [2, 2, 2]
