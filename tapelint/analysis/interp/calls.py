@@ -52,7 +52,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.program import ClassInfo
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.submodules import submodules
-from tapelint.analysis.syntax import plain_string, walk_nodes
+from tapelint.analysis.syntax import per_analysis, plain_string, walk_nodes
 from tapelint.analysis.torch_api import literal_bool
 from tapelint.ops import Saves
 
@@ -879,6 +879,7 @@ def _is_stub_statement(small: cst.CSTNode) -> bool:
     return False
 
 
+@per_analysis
 def _makes_no_call(fn: cst.FunctionDef) -> bool:
     """A body without a call (`def push(self, xs): self.history += xs`) goes no
     deeper: the depth bound, which stops chains of calls from multiplying, need
