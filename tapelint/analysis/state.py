@@ -195,7 +195,14 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
         if guard:
             guards[slot] = guard
 
-    guarded = {slot[1] for slot in a.guards if slot[0] == "env"} | {slot[1] for slot in b.guards if slot[0] == "env"}
+    guarded: set[str] = set()  # the names with a guarded value
+    regions: set[str] = set()  # the regions with a guarded key
+    for slots in (a.guards, b.guards):
+        for slot in slots:
+            if slot[0] == "env":
+                guarded.add(slot[1])
+            else:
+                regions.add(slot[0])
     candidates = guarded.union(differ)
     for name, vals in joined.env.items():  # (in the bindings' order, which the guards keep)
         if name not in candidates:
@@ -207,7 +214,7 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
             merge(("env", name, value), value in va, value in vb)
     for region in _REGIONS:
         ra, rb = a.region(region), b.region(region)
-        if ra.keys() == rb.keys() and not any(s[0] == region for s in (*a.guards, *b.guards)):
+        if region not in regions and ra.keys() == rb.keys():
             continue
         for key in joined.region(region):
             merge((region, key), key in ra, key in rb)

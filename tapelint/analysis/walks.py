@@ -138,6 +138,7 @@ def _bound_keys(state: State) -> list[Key]:
     once: a list, not a generator, for the hottest loop of a large file."""
     keys: list[Key] = []
     met: set[int] = set()
+    closures: set[int] = {id(state.env)}  # (the functions defined in one scope share its environment)
     stack: list = [v for vals in state.env.values() for v in vals]
     while stack:
         value = stack.pop()
@@ -150,6 +151,7 @@ def _bound_keys(state: State) -> list[Key]:
             keys.append(key_of(*steps(value, None)))
         elif isinstance(value, TupleVal):
             stack.extend(v for item in value.items for v in item)
-        elif isinstance(value, FunctionRef) and value.closure is not None:
+        elif isinstance(value, FunctionRef) and value.closure is not None and id(value.closure) not in closures:
+            closures.add(id(value.closure))
             stack.extend(v for vals in value.closure.values() for v in vals)
     return keys
