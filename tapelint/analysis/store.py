@@ -8,6 +8,7 @@ and only adds to it — which is how the loop fixed point is detected.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional, Protocol
@@ -58,6 +59,9 @@ class StoreView(Protocol):
     def display_name(self, node: AbstractNode) -> str: ...
 
     def list_site(self, key: str) -> Optional[cst.CSTNode]: ...
+
+
+_CLOCK = threading.Lock()
 
 
 @dataclass
@@ -292,8 +296,10 @@ class NodeStore:
 
     @staticmethod
     def tick() -> int:
-        AbstractNode.clock += 1
-        return AbstractNode.clock
+        """The clock's next time (one clock for every thread's analyses: it never goes back)."""
+        with _CLOCK:
+            AbstractNode.clock += 1
+            return AbstractNode.clock
 
     def begin_run(self) -> LoopRun:
         """A loop's run begins (`run_loop`); its passes begin with `begin_pass`."""
