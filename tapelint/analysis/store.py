@@ -146,11 +146,12 @@ class NodeStore:
             return node
         changes = self.changes
         these = None
+        new_iteration = False  # (no change of the graph, but of what `walks.parents_of` reads)
         if where.loops:
             these = existing.edges_when.get(later)
-            if these is None:  # (no change of the graph, but of what `walks.parents_of` reads)
+            if these is None:
                 these = existing.edges_when[later] = []
-                self.grew(existing)
+                new_iteration = True
         for parent in graph_parents:
             if not any(parent is p for p in existing.edges):
                 existing.edges.append(parent)
@@ -158,7 +159,7 @@ class NodeStore:
             if these is not None and not any(parent is p for p in these):
                 these.append(parent)
                 self.changes += 1
-        if self.changes != changes:
+        if new_iteration or self.changes != changes:
             self.grew(existing)
         joined = Tracked.union([existing.tracked, tracked])
         if joined is not existing.tracked:

@@ -71,7 +71,7 @@ def attribute_values(frame: Frame, site: cst.CSTNode, base: Vals, attr: str, sta
         elif isinstance(value, ObjectRef):
             out |= object_attribute(frame, site, value, attr, state)
         elif isinstance(value, SelfRef):
-            out |= (frame.resolve(f"self.{ANY_ATTRIBUTE}", state) or EMPTY) | {OPAQUE}
+            out |= _unbound_attribute(frame.resolve(f"self.{ANY_ATTRIBUTE}", state))
         elif isinstance(value, TupleVal):
             out |= _record_field(value, attr)
         elif isinstance(value, (ListRef, FunctionRef, ClassRef)):
@@ -89,7 +89,7 @@ def _module_attribute(frame: Frame, module: ModuleRef, attr: str, state: State) 
     if info is not None and f"self.{attr}" in info.state:
         return info.state[f"self.{attr}"]
     if instance is not None and (anywhere := state.env.get(instance.prefix + ANY_ATTRIBUTE)) is not None:
-        return anywhere | {OPAQUE}
+        return _unbound_attribute(anywhere)
     if attr in ops.MODULE_STATE_ATTRIBUTES:
         return EMPTY  # a buffer (`bn.running_var`) or the configuration: no parameter
     if (submodule := torch_submodule(module, attr)) is not None:
@@ -125,8 +125,13 @@ def object_attribute(frame: Frame, site: cst.CSTNode, obj: ObjectRef, attr: str,
     info = frame.program.class_info(obj.cls)
     if info is not None and attr in info.methods:
         return frozenset((MethodRef(obj, attr),))  # called later, on the object
-    anywhere = state.env.get(obj.prefix + ANY_ATTRIBUTE)
-    return anywhere | {OPAQUE} if anywhere is not None else frozenset((OPAQUE,))
+    return _unbound_attribute(state.env.get(obj.prefix + ANY_ATTRIBUTE))
+
+
+def _unbound_attribute(anywhere: Optional[Vals]) -> Vals:
+    """An attribute no literal write bound: what writes under a computed name
+    left (`anywhere`, the object's `ANY_ATTRIBUTE`), or unknown."""
+    return (anywhere or EMPTY) | {OPAQUE}
 
 
 # ------------------------------------------------------- getattr / setattr
