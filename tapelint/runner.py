@@ -16,10 +16,13 @@ checked.
 
 Each file has a budget (`Settings.file_timeout` CPU seconds and
 `file_memory_mb` MB), enforced by the kernel so that it holds even inside
-libcst's native parser: before each file the worker sets its soft
-`RLIMIT_CPU` to the CPU time used so far plus the budget (SIGXCPU ends the
-worker) and its `RLIMIT_AS` to its current size plus the budget (an
-allocation past it fails: a `MemoryError`, or an abort in native code). The
+libcst's native parser: before each file the worker arms its CPU-time
+interval timer (`ITIMER_PROF`) with the budget, so that SIGPROF, whose
+default action ends the process, arrives once the file has used it (to the
+kernel's tick: `RLIMIT_CPU` counts whole seconds and would let a 0.5 s
+budget run for 1.5 s), and sets its `RLIMIT_AS` to its current size plus the
+budget (an allocation past it fails: a `MemoryError`, or an abort in native
+code). The
 file that ends its process is then named in one line, not as a tapelint
 crash. Workers die with the run: `PR_SET_PDEATHSIG` on Linux, a watchdog
 thread polling the parent's pid elsewhere, so a killed `tapelint check`
@@ -67,6 +70,8 @@ _RECURSION_LIMIT = 50_000
 # Tasks in flight per worker: enough to keep every core busy, few enough that
 # finished-but-unread results never pile up.
 _IN_FLIGHT_PER_WORKER = 4
+# The CPU-time budget's timer, where the system has one (not on Windows).
+_CPU_TIMER = getattr(signal, "ITIMER_PROF", None)
 # Characters of source past which a file's tree is worth returning to the
 # system when done (libcst holds ~600 bytes per source character).
 _LARGE_FILE = 64 * 1024
@@ -285,14 +290,17 @@ def _budget(settings: Settings) -> Iterator[None]:
     """The kernel's limits for one file (see the module docstring), restored after it."""
     saved: list[tuple[int, tuple[int, int]]] = []
     if resource is not None:
-        used = resource.getrusage(resource.RUSAGE_SELF)
-        _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + settings.file_timeout) + 1, saved)
         size = _address_space()
         if size is not None:
             _lower(resource.RLIMIT_AS, size + settings.file_memory_mb * 2**20, saved)
+    timed = _CPU_TIMER is not None and signal.getsignal(signal.SIGPROF) == signal.SIG_DFL
+    if timed:
+        signal.setitimer(signal.ITIMER_PROF, settings.file_timeout)
     try:
         yield
     finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_PROF, 0)
         for kind, limits in reversed(saved):
             resource.setrlimit(kind, limits)
 
@@ -492,7 +500,7 @@ def _alone(sender: multiprocessing.connection.Connection, task: _Task, parent: i
 def _death(task: _Task, exitcode: Optional[int], native_stderr: str) -> Outcome:
     """The outcome of a file whose checking process ended without a result."""
     path, settings = task.path, task.settings
-    if exitcode == -getattr(signal, "SIGXCPU", 0):
+    if _CPU_TIMER is not None and exitcode == -signal.SIGPROF:
         return Outcome(FileResult(path, errors=(FileError(path, _over_time(settings)),)))
     if "memory allocation of" in native_stderr:  # the abort message of libcst's native (Rust) parser
         return Outcome(FileResult(path, errors=(FileError(path, _over_memory(settings)),)))

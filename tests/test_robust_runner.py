@@ -23,8 +23,9 @@ from tapelint.stdin import lint_stdin
 
 HEADER = "import torch\nw = torch.ones(3, requires_grad=True)\n"
 HAZARD = HEADER + "loss = (w * w).sum()\nloss.backward()\nloss.backward()\n"
-# CPython compiles it, libcst's parser needs seconds of CPU for it.
-SLOW = HEADER + "x = w.sum()" + " + w.sum()" * 1500 + "\nx.backward()\n"
+# CPython compiles it, libcst's parser needs seconds of CPU for it (~2 s
+# on this machine: 4x the 0.5 s budgets of the tests).
+SLOW = HEADER + "x = w.sum()" + " + w.sum()" * 1700 + "\nx.backward()\n"
 # ~160 KB of small functions (just under what the size check refuses at a
 # 100 MB budget): over 100 MB to parse and analyse with libcst 1.0 and 1.9
 # alike (at ~110 KB, a clean environment with libcst 1.9 stayed under it).
@@ -49,6 +50,23 @@ def test_a_file_over_the_time_budget_is_one_line(tmp_path: Path, jobs: int) -> N
     [message] = found["slow.py"]
     assert message.startswith("took more than 0.5 s of CPU time, the per-file budget")
     assert messages([tmp_path / "slow.py"], Settings(), jobs)["slow.py"] == []  # the default is ample
+
+
+@linux_only
+def test_the_time_budget_ends_a_file_when_it_is_spent_not_at_the_next_whole_second() -> None:
+    """A budget of 0.2 s ends the process after 0.2 s of CPU, to the
+    kernel's tick (a whole-second `RLIMIT_CPU` let it run a full second)."""
+    pid = os.fork()
+    if pid == 0:  # the child spins under the budget until it is ended
+        try:
+            with tapelint.runner._budget(Settings(file_timeout=0.2)):
+                while True:
+                    pass
+        finally:
+            os._exit(0)
+    _, status, usage = os.wait4(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF
+    assert 0.18 <= usage.ru_utime + usage.ru_stime < 0.5
 
 
 @linux_only
