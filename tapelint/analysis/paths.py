@@ -153,7 +153,7 @@ def decide(test: cst.BaseExpression, facts: Facts, key_of: Callable[[str], Optio
 
 
 _MAX_ROOTS = 4096
-_ROOTS: dict[int, tuple[Facts, frozenset[str]]] = {}
+_ROOTS: dict[int, tuple[Facts, frozenset[str], frozenset[str]]] = {}
 
 
 def fact_roots(facts: Facts) -> frozenset[str]:
@@ -162,14 +162,23 @@ def fact_roots(facts: Facts) -> frozenset[str]:
     Memoised by identity: a path's facts are one set shared by the
     statements after its test, and equal sets of other paths would cost
     a comparison of every fact."""
+    return _keys(facts)[1]
+
+
+def fact_keys(facts: Facts) -> frozenset[str]:
+    """The keys of `facts` (facts about other keys never contradict them), memoised as `fact_roots` is."""
+    return _keys(facts)[2]
+
+
+def _keys(facts: Facts) -> tuple[Facts, frozenset[str], frozenset[str]]:
     found = _ROOTS.get(id(facts))
     if found is not None and found[0] is facts:
-        return found[1]
+        return found
     if len(_ROOTS) >= _MAX_ROOTS:
         _ROOTS.clear()
-    roots = frozenset(fact.key.partition(".")[0] for fact in facts)
-    _ROOTS[id(facts)] = (facts, roots)  # (the set is held, so its id stays its own)
-    return roots
+    keys = frozenset(fact.key for fact in facts)
+    found = _ROOTS[id(facts)] = (facts, frozenset(key.partition(".")[0] for key in keys), keys)
+    return found  # (the set is held, so its id stays its own)
 
 
 def mentions(fact: Fact, key: str) -> bool:

@@ -34,7 +34,7 @@ from tapelint.analysis.model import (
     container_key,
     spread,
 )
-from tapelint.analysis.paths import CONDITIONED_ROOTS, NO_FACTS, Facts, consistent, fact_roots, mentions
+from tapelint.analysis.paths import CONDITIONED_ROOTS, NO_FACTS, Facts, consistent, fact_keys, fact_roots, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
 EMPTY: Vals = frozenset()
@@ -144,8 +144,13 @@ class State:
             self.ended = True
             return
         self.facts = self.facts | facts
+        keys = {fact.key for fact in facts}
+        verdicts: dict[int, bool] = {}  # by guard: the guards of one join are a few shared sets
         for slot, guard in list(self.guards.items()):
-            if consistent(guard, facts):
+            holds = verdicts.get(id(guard))
+            if holds is None:
+                holds = verdicts[id(guard)] = fact_keys(guard).isdisjoint(keys) or consistent(guard, facts)
+            if holds:
                 continue
             del self.guards[slot]
             if slot[0] == "env":
@@ -171,15 +176,22 @@ class State:
             self.facts = frozenset(f for f in self.facts if not mentions(f, key))
         if not self.guards:
             return
+        weakened: dict[int, Facts] = {}  # by guard: the guards of one join are a few shared sets
         for slot, guard in list(self.guards.items()):
             if slot[0] == "env" and slot[1] == key:
                 del self.guards[slot]
-            elif root in fact_roots(guard) and any(mentions(f, key) for f in guard):
-                weaker = frozenset(f for f in guard if not mentions(f, key))
-                if weaker:
-                    self.guards[slot] = weaker
-                else:
-                    del self.guards[slot]
+                continue
+            weaker = weakened.get(id(guard))
+            if weaker is None:
+                weaker = weakened[id(guard)] = (
+                    frozenset(f for f in guard if not mentions(f, key))
+                    if root in fact_roots(guard) and any(mentions(f, key) for f in guard) else guard)
+            if weaker is guard:
+                continue
+            if weaker:
+                self.guards[slot] = weaker
+            else:
+                del self.guards[slot]
 
 
 def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> dict[Slot, Facts]:
@@ -191,7 +203,16 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
 
     def merge(slot: Slot, in_a: bool, in_b: bool) -> None:
         ga, gb = a.guards.get(slot, NO_FACTS), b.guards.get(slot, NO_FACTS)
-        guard = (ga & gb) if in_a and in_b else (ga | a.facts) if in_a else (gb | b.facts)
+        # (the same set kept where the union or intersection is one side: the
+        # guards of a join then share a few sets, which `assume` and `rebound` judge once)
+        if in_a and in_b:
+            guard = ga if ga is gb else ga & gb
+        else:
+            guard, facts = (ga, a.facts) if in_a else (gb, b.facts)
+            if not guard or guard is facts:
+                guard = facts
+            elif facts:
+                guard = guard | facts
         if guard:
             guards[slot] = guard
 
