@@ -33,6 +33,7 @@ from tapelint.analysis.model import (
 )
 from tapelint.analysis.shapes import ValueShape, joined, shape_of
 from tapelint.analysis.state import State, Vals
+from tapelint.analysis.walks import DeadReleases
 from tapelint.ops import Saves
 
 
@@ -99,6 +100,7 @@ class NodeStore:
         self.proven_sites: set[cst.CSTNode] = set()
         self.changes = 0  # grows whenever the graph does: the loop fixed point's test
         self.runs: list[LoopRun] = []  # the loop runs under way, outermost first
+        self.dead_releases = DeadReleases()  # `walks.without_dead_releases`' answers since the graph last changed
         self.order = 0
         # What each evaluated expression held, joined over its evaluations
         # (`analysis.shapes`): the fixes' "is this a tensor?".
@@ -382,11 +384,13 @@ class NodeStore:
 
     def release(self) -> None:
         """Break the abstract graph's cycles (loop back edges, closures that
-        hold the state they were made in) once the hazards are known, so the
-        syntax tree they point into is freed as soon as its file is done,
-        by reference counting, not at the next full collection."""
+        hold the state they were made in) and forget the walks' answers once
+        the hazards are known, so the syntax tree they point into is freed
+        as soon as its file is done, by reference counting, not at the next
+        full collection."""
         for node in self.nodes.values():
             node.edges.clear()
             node.edges_when.clear()
         for ref in self.function_refs.values():
             ref.closure = None
+        self.dead_releases = DeadReleases()

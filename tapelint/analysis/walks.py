@@ -7,11 +7,23 @@ walk this way."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
 
-from tapelint.analysis.model import AbstractNode, Carried, FunctionRef, GraphValue, Loop, Tracked, TupleVal
+from tapelint.analysis.model import (
+    AbstractNode,
+    BackwardEvent,
+    Carried,
+    FunctionRef,
+    GraphValue,
+    Loop,
+    Tracked,
+    TupleVal,
+)
 from tapelint.analysis.state import Key, State, older
+
+if TYPE_CHECKING:
+    from tapelint.analysis.store import NodeStore
 
 
 def key_of(node: AbstractNode, age: Optional[Loop]) -> Key:
@@ -74,7 +86,20 @@ def walk(roots: Iterable[GraphValue], where: Optional[Iterations] = None,
         stack.extend(children)
 
 
-def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[Key] = ()) -> State:
+@dataclass
+class DeadReleases:
+    """What `without_dead_releases` found in one module's analysis, by what
+    decides it: the keys bound, the keys released and the candidates. An
+    answer holds while the graph (the store's `changes`) and the clock are
+    as they were (`at`): the same question asked again (the two sides of an
+    `if` that only logs, a loop's exits) has the same answer, and its walk
+    would stamp no node the first did not already stamp with this clock."""
+
+    at: tuple[int, int] = (-1, -1)
+    found: dict[tuple[frozenset[Key], frozenset[Key], frozenset[Key]], list[Key]] = field(default_factory=dict)
+
+
+def without_dead_releases(state: State, loops: Sequence[Loop], store: NodeStore, also: Collection[Key] = ()) -> State:
     """`state` at the end of an iteration of a loop, before it is carried to
     the next, where a loop is left, or at the end of a branch, before it
     joins the other (the release belongs to its path): a released key of an earlier
@@ -87,43 +112,20 @@ def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[
     walk of it. `loops` are the loops of the frame whose state this is (what
     a caller's frame holds cannot reach a tensor made in them); `also`, more
     keys to drop where no binding reaches them (a loop's exit, about to be
-    joined with the state before it). A walk from the bindings stops where
-    the graph is released already, as a backward's does; what it meets of an
-    earlier iteration's released ground keeps the ground behind it released
-    (what the next walk into it is told was saved)."""
+    joined with the state before it). `store` holds the graph, and the
+    answers found since it last changed (`DeadReleases`)."""
     candidates = [key for key in state.released if (key[1] is not None and key[1] in loops) or key in also]
     if not candidates:
         return state
-    released = state.released
-    reached: set[Key] = set()
-    stack = _bound_keys(state)
-    while stack:  # (`steps` and `key_of` written out: this loop is a large file's hottest)
-        key = stack.pop()
-        if key in reached:
-            continue
-        reached.add(key)
-        node, age = key
-        if key in released or node.leaf or node.tracked is Tracked.NO:
-            continue
-        for parent in node.parents:
-            if isinstance(parent, Carried):
-                parent_node = parent.node
-                parent_age = older(parent_node, age, parent.loop)
-            else:
-                parent_node, parent_age = parent, age
-            stack.append((parent_node, parent_age if parent_age is not None and parent_age in parent_node.loops
-                          else None))
-    # An earlier iteration's released tensor still bound keeps the released
-    # ground behind it: a walk meeting it is told what that ground saved.
-    stack = [key for key in candidates if key in reached and key[1] is not None]
-    while stack:
-        node, age = stack.pop()
-        for parent in node.parents:
-            key = key_of(*steps(parent, age))
-            if key in released and key not in reached:
-                reached.add(key)
-                stack.append(key)
-    dead = [key for key in candidates if key not in reached]
+    bound = _bound_keys(state)
+    memo = store.dead_releases
+    at = (AbstractNode.clock, store.changes)
+    if memo.at != at:
+        memo.at, memo.found = at, {}
+    question = (bound, frozenset(state.released), frozenset(candidates))
+    dead = memo.found.get(question)
+    if dead is None:
+        dead = memo.found[question] = _unreached(bound, state.released, candidates)
     if not dead:
         return state
     pruned = state.copy()
@@ -132,26 +134,72 @@ def without_dead_releases(state: State, loops: Sequence[Loop], also: Collection[
     return pruned
 
 
-def _bound_keys(state: State) -> list[Key]:
+def _unreached(bound: frozenset[Key], released: dict[Key, BackwardEvent], candidates: list[Key]) -> list[Key]:
+    """The candidates no walk from the `bound` keys reaches. A walk stops
+    where the graph is released already, as a backward's does; what it
+    meets of an earlier iteration's released ground keeps the ground behind
+    it released (what the next walk into it is told was saved)."""
+    reached = set(bound)
+    # A key is marked reached when first met, and walked on only when a
+    # backward would run it: not released, not a leaf, possibly tracked.
+    stack = [key for key in reached
+             if key not in released and not key[0].leaf and key[0].tracked is not Tracked.NO]
+    while stack:  # (`steps` and `key_of` written out: this loop is a large file's hottest)
+        node, age = stack.pop()
+        for parent in node.parents:
+            if isinstance(parent, Carried):
+                parent_node = parent.node
+                parent_age = older(parent_node, age, parent.loop)
+            else:
+                parent_node, parent_age = parent, age
+            key = (parent_node, parent_age if parent_age is not None and parent_age in parent_node.loops else None)
+            if key in reached:
+                continue
+            reached.add(key)
+            if key not in released and not parent_node.leaf and parent_node.tracked is not Tracked.NO:
+                stack.append(key)
+    # An earlier iteration's released tensor still bound keeps the released
+    # ground behind it: a walk meeting it is told what that ground saved.
+    stack = [key for key in candidates if key in reached and key[1] is not None]
+    while stack:  # (`steps` and `key_of` written out, as above)
+        node, age = stack.pop()
+        for parent in node.parents:
+            if isinstance(parent, Carried):
+                parent_node = parent.node
+                parent_age = older(parent_node, age, parent.loop)
+            else:
+                parent_node, parent_age = parent, age
+            key = (parent_node, parent_age if parent_age is not None and parent_age in parent_node.loops else None)
+            if key in released and key not in reached:
+                reached.add(key)
+                stack.append(key)
+    return [key for key in candidates if key not in reached]
+
+
+def _bound_keys(state: State) -> frozenset[Key]:
     """The keys of the tensors every binding holds (names, attribute paths,
-    containers' and objects' slots, tuples' items, closures' names), each
-    once: a list, not a generator, for the hottest loop of a large file."""
+    containers' and objects' slots, tuples' items, closures' names). The
+    values are gathered by set unions, a round per level of tuples and
+    closures: the closures of one scope's functions are that scope's
+    environment (or an earlier copy of it), and their values, nearly all
+    met already, are told apart from new ones without a Python step each."""
     keys: list[Key] = []
-    met: set[int] = set()
+    met: set = set().union(*state.env.values())
     closures: set[int] = {id(state.env)}  # (the functions defined in one scope share its environment)
-    stack: list = [v for vals in state.env.values() for v in vals]
-    while stack:
-        value = stack.pop()
-        if id(value) in met:
-            continue
-        met.add(id(value))
-        if isinstance(value, AbstractNode):
-            keys.append((value, None))
-        elif isinstance(value, Carried):
-            keys.append(key_of(*steps(value, None)))
-        elif isinstance(value, TupleVal):
-            stack.extend(v for item in value.items for v in item)
-        elif isinstance(value, FunctionRef) and value.closure is not None and id(value.closure) not in closures:
-            closures.add(id(value.closure))
-            stack.extend(v for vals in value.closure.values() for v in vals)
-    return keys
+    new = met
+    while new:
+        inside: set = set()  # what the tuples and closures met in this round hold
+        for value in new:
+            kind = type(value)  # (not `isinstance`: none is subclassed, and this loop meets every value bound)
+            if kind is AbstractNode:
+                keys.append((value, None))
+            elif kind is Carried:  # (`key_of(*steps(value, None))`)
+                keys.append((value.node, value.loop if value.loop in value.node.loops else None))
+            elif kind is TupleVal:
+                inside.update(*value.items)
+            elif kind is FunctionRef and value.closure is not None and id(value.closure) not in closures:
+                closures.add(id(value.closure))
+                inside.update(*value.closure.values())
+        new = inside - met
+        met |= new
+    return frozenset(keys)

@@ -97,9 +97,9 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     own = frame.loops[frame.own_loops_from:]
     # A side that ended is dropped by the join, unless both did (then it keeps `other`): not worth pruning.
     if not then.ended:
-        then = without_dead_releases(then, own)
+        then = without_dead_releases(then, own, frame.store)
     if not other.ended or then.ended:
-        other = without_dead_releases(other, own)
+        other = without_dead_releases(other, own, frame.store)
     return State.join(then, other)
 
 
@@ -523,7 +523,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     own = frame.loops[frame.own_loops_from:]
     store = frame.store
     # (an earlier run's containers and releases that nothing reaches any more are not this run's)
-    entry = without_dead_releases(lattice.without_garbage(state, loop, store.lists.values), (loop,)).copy()
+    entry = without_dead_releases(lattice.without_garbage(state, loop, store.lists.values), (loop,), store).copy()
     head = entry
     carried_first: Optional[State] = None  # the head of the second iteration
     # The states leaving the loop (an iteration's end, its breaks): the first
@@ -556,7 +556,7 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             if per_element:
                 end = end.copy()
                 _distinct_per_element(per_element, entry, end, frame.loops)
-            end = without_dead_releases(end, own)
+            end = without_dead_releases(end, own, store)
             back = lattice.carry(end, loop, store.carry)
             if first:
                 head = carried_first = back
@@ -573,13 +573,13 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
         frame.loops = outer
         store.first_iterations = outer_first
     if entered:
-        leaving = [without_dead_releases(other, own) for other in first_exits + later_exits]
+        leaving = [without_dead_releases(other, own, store) for other in first_exits + later_exits]
     else:
         # Joined with the state before the loop (it may not run), a tensor
         # made before it, released in it and no longer bound (`alpha`
         # remade after each update) would read "bound and released" on one
         # path: its release is dropped where no binding reaches it.
-        leaving = [entry] + [without_dead_releases(other, own, _released_since(entry, other))
+        leaving = [entry] + [without_dead_releases(other, own, store, _released_since(entry, other))
                              for other in first_exits + later_exits]
     result = leaving[0]
     for other in leaving[1:]:
