@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from tapelint.analysis import reads
 from tapelint.analysis.driver import analyze_module
 from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.parsing import parse_module
@@ -72,6 +73,11 @@ _REFUSED_BY_EVERY_PYTHON = (
 def lint_source(source: str, path: str, settings: Settings, precheck: bool = True) -> FileResult:
     """Lint one file's text. With `precheck`, a file that textually cannot
     hold a hazard is not parsed by libcst at all (`FileResult.skipped`)."""
+    with reads.one_view():  # its pre-check, thin and whole analyses resolve the same imports
+        return _lint_source(source, path, settings, precheck)
+
+
+def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> FileResult:
     # A BOM is encoding, not text: files read from disk lose it in decoding,
     # text handed in directly (library callers, editors) loses it here.
     source = source.removeprefix("\ufeff")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import Optional
 
 from tapelint.analysis import reads
@@ -101,18 +102,27 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
     if "import" not in source:
         return False
     accumulates = _accumulates(source)
-    tracks_here = _tracks_by_construction(source)
-    pending = list(_imported_files(_imports_of(source), path, settings))
+    tracks_here: Optional[bool] = None  # asked only of a module that accumulates
+    roots: dict[str, tuple[str, ...]] = {}
+    pending = [_imported_files(_imports_of(source), path, settings, roots)]
     seen: set[str] = set()
     while pending and len(seen) < MAX_FOLLOWED:
-        found = pending.pop()
+        found = next(pending[-1], None)
+        if found is None:
+            pending.pop()
+            continue
         if found in seen:
             continue
         seen.add(found)
         marked, tracks, accumulates_there, reexports = _markers_of(found, settings)
-        if marked or (tracks and accumulates) or (tracks_here and accumulates_there):
+        if marked or (tracks and accumulates):
             return True
-        pending.extend(_imported_files(reexports, found, settings))
+        if accumulates_there:
+            if tracks_here is None:
+                tracks_here = _tracks_by_construction(source)
+            if tracks_here:
+                return True
+        pending.append(_imported_files(reexports, found, settings, roots))
     return False
 
 
@@ -138,22 +148,31 @@ def _imports_of(source: str) -> tuple[ImportSpec, ...]:
     return tuple(specs)
 
 
-def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Settings) -> list[str]:
+def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Settings,
+                    known_roots: dict[str, tuple[str, ...]]) -> Iterator[str]:
     """The first-party files `specs` of the file `importer` name: each module,
     and of a package, each imported name that is a submodule (`from . import
-    models`)."""
-    roots = roots_for(importer, settings.src, settings.project_root)
-    files = []
-    for level, module, names in specs:
+    models`). Last first, the order the pre-check follows them in (which
+    decides what `MAX_FOLLOWED` reaches), and each looked up only when the
+    pre-check gets to it: a file kept at its first marker notes only the
+    lookups its verdict rests on. `known_roots` (folder -> its roots) is
+    this pre-check's: a folder's roots are looked for once, their facts
+    noted already."""
+    folder = os.path.dirname(os.path.abspath(importer))
+    roots = known_roots.get(folder)
+    if roots is None:
+        roots = known_roots[folder] = roots_for(importer, settings.src, settings.project_root)
+    for level, module, names in reversed(specs):
         found = find_module(level, module, importer, roots)
-        if found is not None and reads.is_file(found):
-            files.append(found)
-        if names and found is not None and is_package(found):
-            for name in names:
+        if found is None:
+            continue
+        if names and is_package(found):
+            for name in reversed(names):
                 sub = find_module(level, f"{module}.{name}" if module else name, importer, roots)
                 if sub is not None and reads.is_file(sub):
-                    files.append(sub)
-    return files
+                    yield sub
+        if reads.is_file(found):
+            yield found
 
 
 # (path, mtime, size, names) -> (holds a marker, tracks, accumulates, its `from` imports, content digest)
@@ -181,7 +200,8 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, bool, tuple[
             return False, False, False, ()
         try:
             code = _COMMENT_LINE.sub("", decode_source(data))
-            marked, tracks, accumulates = _has_marker(code, settings), _tracks_by_construction(code), _accumulates(code)
+            tracks, accumulates = _tracks_by_construction(code), _accumulates(code)
+            marked = (tracks and accumulates) or _backward_marker(code, settings)  # `_has_marker`
             reexports = tuple(spec for spec in _imports_of(code) if spec[2] is not None)
         except SourceError:
             marked, tracks, accumulates, reexports = False, False, False, ()

@@ -148,3 +148,41 @@ def test_re_exports_are_followed_transitively(tmp_path):
     # a plain `import` in a re-exported module is no re-export
     (zoo / "registry.py").write_text("import zoo.convnets\n")
     assert not may_hold_hazard(loop, settings, main)
+
+
+def test_imports_are_looked_up_only_as_far_as_the_verdict_needs(tmp_path):
+    """The pre-check follows the last import first and stops at the first
+    marker: a kept file notes (`reads`) only the lookups its verdict rests
+    on, so a module appearing for an import it never looked at does not
+    make the cache lint it again; a skipped file notes every import's."""
+    from tapelint.analysis import reads
+
+    (tmp_path / "trainer.py").write_text("def train(model, x):\n    model(x).sum().backward()\n")
+    (tmp_path / "helpers.py").write_text("SCALE = 2\n")
+    main = str(tmp_path / "main.py")
+    settings = Settings(project_root=str(tmp_path))
+    with reads.recording() as kept:
+        assert may_hold_hazard("from helpers import SCALE\nfrom trainer import train\ntrain(m, x)\n", settings, main)
+    assert str(tmp_path / "trainer.py") in kept and str(tmp_path / "helpers.py") not in kept
+    with reads.recording() as skipped:
+        assert not may_hold_hazard("from helpers import SCALE\nfrom missing import train\ntrain(m, x)\n", settings,
+                                   main)
+    assert str(tmp_path / "helpers.py") in skipped and skipped[str(tmp_path / "missing.py")] == reads.MISSING
+
+
+def test_one_lint_asks_the_disk_each_question_once(tmp_path, monkeypatch):
+    """The pre-check, the thin analysis and the analysis of one file resolve
+    the same imports: one lint stats each path once (`reads.one_view`),
+    and notes each as a fact its result depends on."""
+    from tapelint.analysis import reads
+
+    (tmp_path / "trainer.py").write_text("def train(model, x):\n    model(x).sum().backward()\n")
+    (tmp_path / "main.py").write_text("import helpers\nfrom trainer import train\nfor x in xs:\n    train(m, x)\n")
+    asked: list[str] = []
+    real = reads._stat_state
+    monkeypatch.setattr(reads, "_stat_state", lambda path: asked.append(path) or real(path))
+    with reads.recording() as facts:
+        lint_source((tmp_path / "main.py").read_text(), str(tmp_path / "main.py"), Settings(project_root=str(tmp_path)))
+    looked = [path for path in asked if path.startswith(str(tmp_path))]
+    assert str(tmp_path / "helpers.py") in looked and len(looked) == len(set(looked))
+    assert set(looked) <= set(facts)

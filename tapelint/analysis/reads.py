@@ -76,9 +76,11 @@ _view = _View()
 def one_view() -> Iterator[None]:
     """Inside, `path_state` stats each path once: one module's analysis asks
     the same questions of the same folders at every lookup through a package
-    (`Program.definition`: 150,000 stats on detectron2). Its answers are one
-    view of the disk; a later analysis (an editor's next keystroke) looks
-    again. Per thread: a thread's view is its own analysis's."""
+    (`Program.definition`: 150,000 stats on detectron2), and one file's lint
+    (`lint.lint_source`: its pre-check, thin and whole analyses) resolves
+    the same imports up to three times. Its answers are one view of the
+    disk; a later lint (an editor's next keystroke) looks again. Per thread:
+    a thread's view is its own lint's."""
     outer = _view.states
     if outer is None:
         _view.states = {}
