@@ -161,15 +161,10 @@ def _unreached(bound: frozenset[Key], released: dict[Key, BackwardEvent], candid
     # An earlier iteration's released tensor still bound keeps the released
     # ground behind it: a walk meeting it is told what that ground saved.
     stack = [key for key in candidates if key in reached and key[1] is not None]
-    while stack:  # (`steps` and `key_of` written out, as above)
+    while stack:
         node, age = stack.pop()
         for parent in node.parents:
-            if isinstance(parent, Carried):
-                parent_node = parent.node
-                parent_age = older(parent_node, age, parent.loop)
-            else:
-                parent_node, parent_age = parent, age
-            key = (parent_node, parent_age if parent_age is not None and parent_age in parent_node.loops else None)
+            key = key_of(*steps(parent, age))
             if key in released and key not in reached:
                 reached.add(key)
                 stack.append(key)
