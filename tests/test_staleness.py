@@ -13,7 +13,8 @@ import pytest
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.driver import ModuleAnalysis
 from tapelint.analysis.findings import StaleHazard
-from tapelint.analysis.staleness import OptimizerRef, is_optimizer_class
+from tapelint.analysis.model import OptimizerRef
+from tapelint.analysis.staleness import is_optimizer_class
 from tapelint.settings import Settings
 
 GAN_STEP = """

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar, Optional, Union
+from typing import Optional, Union
 
 import libcst as cst
 
@@ -59,6 +59,17 @@ class Loop:
         return self.node.name.value if isinstance(self.node, cst.FunctionDef) else ""
 
 
+class Clock:
+    """Ticks at each loop run and pass (`NodeStore.tick`), for every
+    thread's analyses: it never goes back."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+
+CLOCK = Clock()
+
+
 @dataclass(eq=False)
 class AbstractNode:
     """Tensors created at one site in one loop context. Identity is the object."""
@@ -98,20 +109,18 @@ class AbstractNode:
     # Functions of the project given to its `register_hook`: a backward that
     # reaches the tensor runs them (a hook that empties a cache).
     hooks: tuple = ()
-    # When its parents were last read (`clock`): a loop pass that read them
+    # When its parents were last read (`CLOCK`): a loop pass that read them
     # before they grew is not a fixed point (`NodeStore.grew`).
     read: int = -1
-    # Ticks at each loop run and pass (`NodeStore.tick`).
-    clock: ClassVar[int] = 0
 
     @property
     def parents(self) -> list[GraphValue]:
-        self.read = AbstractNode.clock
+        self.read = CLOCK.now
         return self.edges
 
     @property
     def parents_when(self) -> dict[frozenset, list[GraphValue]]:
-        self.read = AbstractNode.clock
+        self.read = CLOCK.now
         return self.edges_when
 
     def __repr__(self) -> str:  # debugging aid for tests
@@ -328,6 +337,19 @@ class SelfRef:
 SELF = SelfRef()
 
 @dataclass(frozen=True)
+class OptimizerRef:
+    """An optimizer object: the roots of the parameters it updates (layer
+    construction sites, user classes, tensor leaves' sites), expanded into
+    owners when it steps (a user class's `__init__` may not have run yet)."""
+
+    site: cst.Call
+    roots: frozenset
+    updates: str  # its parameter argument as written, for messages
+    instances: frozenset = frozenset()  # user-class instances named in it (`q1.parameters()`)
+    context: tuple = ()  # the chain of inlined calls it was built under (`make_optimizer(model)`)
+
+
+@dataclass(frozen=True)
 class OptimizerClass:
     """A torch optimizer class read as a value (`optimizer_class=optim.Adam`,
     a constructor's default): calling it builds an optimizer, as
@@ -337,7 +359,7 @@ class OptimizerClass:
 
 
 Value = Union[AbstractNode, Carried, ModuleRef, FunctionRef, ClassRef, ListRef, TupleVal, SelfRef, LibraryObject,
-              ObjectRef, PartialRef, ModuleFactory, OptimizerClass, RecordClass]
+              ObjectRef, MethodRef, PartialRef, ModuleFactory, OptimizerClass, OptimizerRef, RecordClass]
 
 
 @dataclass(eq=False)
@@ -345,7 +367,7 @@ class BackwardEvent:
     """A call site that walks a graph."""
 
     call: cst.Call
-    roots: list[AbstractNode]
+    roots: list[GraphValue]
     retains: Retains
     loops: tuple[Loop, ...]
     order: int  # program order within its scope
@@ -358,6 +380,9 @@ class BackwardEvent:
     # runs no further into their history (MAML's fast weights, made from the
     # previous step's, are not freed by the next step's `grad`).
     inputs: frozenset = frozenset()
+    # The parents of every node it walks, by node id, copied for the fixes
+    # before the analysis releases its graph (`fixes.reach.remember`).
+    reach: Optional[dict[int, tuple[AbstractNode, ...]]] = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

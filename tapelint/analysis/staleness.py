@@ -29,7 +29,6 @@ The model (docs/analysis.md, "Stale graphs"):
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -44,6 +43,7 @@ from tapelint.analysis.model import (
     GraphValue,
     ListRef,
     ModuleRef,
+    OptimizerRef,
     StepEvent,
     Tracked,
     TupleVal,
@@ -78,19 +78,6 @@ ALWAYS_SAVING_OPS = frozenset(("conv1d", "conv2d", "conv3d", "conv_transpose1d",
                                "conv_transpose3d", "layer_norm", "batch_norm", "group_norm"))
 # `torch.optim` classes that are not optimizers.
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
-
-
-@dataclass(frozen=True)
-class OptimizerRef:
-    """An optimizer object: the roots of the parameters it updates (layer
-    construction sites, user classes, tensor leaves' sites), expanded into
-    owners when it steps (a user class's `__init__` may not have run yet)."""
-
-    site: cst.Call
-    roots: frozenset
-    updates: str  # its parameter argument as written, for messages
-    instances: frozenset = frozenset()  # user-class instances named in it (`q1.parameters()`)
-    context: tuple = ()  # the chain of inlined calls it was built under (`make_optimizer(model)`)
 
 
 def is_optimizer_class(name: str) -> bool:

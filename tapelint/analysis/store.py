@@ -17,10 +17,12 @@ import libcst as cst
 
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.model import (
+    CLOCK,
     AbstractNode,
     BackwardEvent,
     Carried,
     FunctionRef,
+    GraphValue,
     ListRef,
     Loop,
     ModuleRef,
@@ -68,7 +70,7 @@ _CLOCK = threading.Lock()
 @dataclass
 class LoopRun:
     """One run of a loop under way (`run_loop`), by the clock
-    (`AbstractNode.clock`): when it began, when its current pass began, and
+    (`model.CLOCK`): when it began, when its current pass began, and
     whether that pass read a node that then grew (`NodeStore.grew`)."""
 
     began: int
@@ -266,7 +268,7 @@ class NodeStore:
             self.grew(node)
         return node
 
-    def event(self, call: cst.Call, where: Placement, roots: list[AbstractNode], retains: Retains,
+    def event(self, call: cst.Call, where: Placement, roots: list[GraphValue], retains: Retains,
               scope: cst.CSTNode, api: str, is_grad: bool, creates: bool) -> BackwardEvent:
         """The backward event of `call` at `where` (memoised; a later pass adds roots)."""
         key = (call, where.context, where.loops)
@@ -301,8 +303,8 @@ class NodeStore:
     def tick() -> int:
         """The clock's next time (one clock for every thread's analyses: it never goes back)."""
         with _CLOCK:
-            AbstractNode.clock += 1
-            return AbstractNode.clock
+            CLOCK.now += 1
+            return CLOCK.now
 
     def begin_run(self) -> LoopRun:
         """A loop's run begins (`run_loop`); its passes begin with `begin_pass`."""

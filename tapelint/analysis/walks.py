@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from tapelint.analysis.model import (
+    CLOCK,
     AbstractNode,
     BackwardEvent,
     Carried,
@@ -119,7 +120,7 @@ def without_dead_releases(state: State, loops: Sequence[Loop], store: NodeStore,
         return state
     bound = _bound_keys(state)
     memo = store.dead_releases
-    at = (AbstractNode.clock, store.changes)
+    at = (CLOCK.now, store.changes)
     if memo.at != at:
         memo.at, memo.found = at, {}
     question = (bound, frozenset(state.released), frozenset(candidates))

@@ -8,26 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Optional
-from weakref import WeakKeyDictionary
 
 import libcst as cst
 
 from tapelint.analysis.findings import Hazard
 from tapelint.analysis.model import AbstractNode, BackwardEvent, Carried, GraphValue, Tracked
 
-# The parents of every node each reported backward walks, copied before the
-# analysis releases its graph (`NodeStore.release` clears the parents to break
-# its cycles); kept while the event lives, that is while its file is reported.
-_GRAPHS: WeakKeyDictionary[BackwardEvent, dict[int, tuple[AbstractNode, ...]]] = WeakKeyDictionary()
-
 
 def remember(hazards: Iterable[Hazard]) -> None:
-    """Copy the graph behind the backwards of these hazards (called by the
-    driver before it releases the graph)."""
+    """Copy the graph behind the backwards of these hazards onto each event
+    (`BackwardEvent.reach`), before the driver releases the graph
+    (`NodeStore.release` clears the parents to break its cycles): the copy
+    lives as long as the event, that is while its file is reported."""
     for hazard in hazards:
         for event in (getattr(hazard, "first_backward", None), getattr(hazard, "fails_at", None)):
-            if isinstance(event, BackwardEvent) and event not in _GRAPHS:
-                _GRAPHS[event] = _copy(event.roots)
+            if isinstance(event, BackwardEvent) and event.reach is None:
+                event.reach = _copy(event.roots)
 
 
 def _copy(roots: Iterable[GraphValue]) -> dict[int, tuple[AbstractNode, ...]]:
@@ -77,7 +73,7 @@ def reaches_leaf_without(event: BackwardEvent, site: cst.CSTNode) -> bool:
 
 
 def _walk(event: BackwardEvent, blocked, roots: Optional[Iterable[GraphValue]] = None) -> Iterator[AbstractNode]:
-    graph = _GRAPHS.get(event, {})
+    graph = event.reach or {}
     seen: set[int] = set()
     stack = [_node(r) for r in (event.roots if roots is None else roots)]
     while stack:
@@ -106,7 +102,7 @@ def built_within(event: BackwardEvent, site: cst.CSTNode, within) -> bool:
     found = [node for node, _ in nodes_at(event, site)]
     if not found:
         return False
-    graph = _GRAPHS.get(event, {})
+    graph = event.reach or {}
     seen: set[int] = set()
     stack = list(found)
     while stack:
