@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tapelint.analysis.model import AbstractNode, BackwardEvent, Carried, Loop, Retains, Tracked
+from tapelint.analysis.model import CLOCK, AbstractNode, BackwardEvent, Carried, Loop, Retains, Tracked
 from tapelint.analysis.state import State
 from tapelint.analysis.store import NodeStore
 from tapelint.analysis.walks import without_dead_releases
@@ -40,7 +40,7 @@ def test_a_new_pass_walks_again_and_stamps_what_it_reads() -> None:
     loop = store.loop(cst.Name("for"), label="for")
     state, _, bound = _released_by_the_last_iteration(store, loop)
     without_dead_releases(state, (loop,), store)
-    assert bound.read == AbstractNode.clock
+    assert bound.read == CLOCK.now
     now = store.tick()
     assert not without_dead_releases(state, (loop,), store).released
     assert bound.read == now
