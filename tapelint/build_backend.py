@@ -1,20 +1,20 @@
 """The build: pure Python, or with `TAPELINT_COMPILE=1` the analysis compiled
-to C by mypyc (about 1.5x less CPU on real code: docs/performance.md).
+to C by mypyc (about 28% less CPU on real code: docs/performance.md).
 
 `pyproject.toml` names this module as its PEP 517 backend (in-tree, through
 `backend-path`). It is setuptools' backend, with two changes when a wheel is
 built with `TAPELINT_COMPILE=1` (`pip install .`): mypy and libcst join
-the build's requirements, and the modules of `COMPILED` become mypyc's extension modules
+the build's requirements, and the modules `compiled_modules` lists become mypyc's extension modules
 (a C compiler and Python's headers are needed; the build fails, loudly,
 without them). An editable install, an sdist and the metadata are never
 compiled: a compiled module would shadow the source a developer edits.
 
-A module is left out of `COMPILED` for what mypyc does not run as CPython
+A module is left out (`NOT_COMPILED`) for what mypyc does not run as CPython
 does: `parsing` patches libcst's classes with one of its functions (a
 compiled function does not bind as a method); `findings` declares a class
 variable on frozen dataclasses (`Hazard.kind`), which mypyc's dataclasses
-mistake for a field. `tests/test_compiled.py` compiles `COMPILED` and
-lints the fixtures both ways.
+mistake for a field. `tests/test_compiled.py` builds a compiled wheel
+and lints the fixtures both ways.
 """
 
 from __future__ import annotations

@@ -41,6 +41,6 @@ def test_a_new_pass_walks_again_and_stamps_what_it_reads() -> None:
     state, _, bound = _released_by_the_last_iteration(store, loop)
     without_dead_releases(state, (loop,), store)
     assert bound.read == CLOCK.now
-    now = store.tick()
+    now = CLOCK.tick()
     assert not without_dead_releases(state, (loop,), store).released
     assert bound.read == now

@@ -10,6 +10,7 @@ fresh graph and a reused one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -60,11 +61,18 @@ class Loop:
 
 
 class Clock:
-    """Ticks at each loop run and pass (`NodeStore.tick`), for every
-    thread's analyses: it never goes back."""
+    """Ticks at each loop run and pass (`NodeStore.begin_run`, `begin_pass`),
+    one clock for every thread's analyses: it never goes back."""
 
     def __init__(self) -> None:
         self.now = 0
+        self._lock = threading.Lock()
+
+    def tick(self) -> int:
+        """The clock's next time."""
+        with self._lock:
+            self.now += 1
+            return self.now
 
 
 CLOCK = Clock()
@@ -335,6 +343,7 @@ class SelfRef:
 
 
 SELF = SelfRef()
+
 
 @dataclass(frozen=True)
 class OptimizerRef:

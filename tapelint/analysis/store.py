@@ -8,7 +8,6 @@ and only adds to it — which is how the loop fixed point is detected.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional, Protocol
@@ -62,9 +61,6 @@ class StoreView(Protocol):
     def display_name(self, node: AbstractNode) -> str: ...
 
     def list_site(self, key: str) -> Optional[cst.CSTNode]: ...
-
-
-_CLOCK = threading.Lock()
 
 
 @dataclass
@@ -299,22 +295,15 @@ class NodeStore:
 
     # ------------------------------------------------------- loop fixed points
 
-    @staticmethod
-    def tick() -> int:
-        """The clock's next time (one clock for every thread's analyses: it never goes back)."""
-        with _CLOCK:
-            CLOCK.now += 1
-            return CLOCK.now
-
     def begin_run(self) -> LoopRun:
         """A loop's run begins (`run_loop`); its passes begin with `begin_pass`."""
-        now = self.tick()
+        now = CLOCK.tick()
         run = LoopRun(now, now)
         self.runs.append(run)
         return run
 
     def begin_pass(self, run: LoopRun) -> None:
-        run.pass_began = self.tick()
+        run.pass_began = CLOCK.tick()
         run.reread = False
 
     def end_run(self) -> None:
