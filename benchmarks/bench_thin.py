@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from corpus import corpus_dest, projects
 from corpus_run import Timed, tapelint_command, timed
@@ -24,9 +24,11 @@ from corpus_run import Timed, tapelint_command, timed
 DEFAULT_PROJECTS = ("peft", "trl", "PyTorch-GAN", "pytorch-lightning", "stable-baselines3")
 
 
-def check(path: str, semantics: str, jobs: int, thin: bool) -> tuple[Timed, list[str], list[str]]:
-    """One run: its timing, each diagnostic as canonical JSON, each error."""
-    env = dict(os.environ, TAPELINT_THIN="1" if thin else "0")
+def check(path: str, semantics: str, jobs: int, thin: bool, switch: str = "TAPELINT_THIN"
+          ) -> tuple[Timed, list[str], list[str]]:
+    """One run, with `switch` (the environment variable of a fast path) on
+    or off: its timing, each diagnostic as canonical JSON, each error."""
+    env = dict(os.environ, **{switch: "1" if thin else "0"})
     command = [*tapelint_command(), "check", "--no-cache", "--format", "json", "--semantics", semantics,
                "--jobs", str(jobs), "--exclude", "*.ipynb", path]
     run = timed(command, env=env)
@@ -45,26 +47,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--projects", nargs="+", default=list(DEFAULT_PROJECTS))
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
-    present = {p.name: p for p in projects(corpus_dest(args.dest))}
     differing = 0
-    for name in args.projects:
+    for name, path in chosen(args.dest, args.projects):
+        differing += compare(name, path, args.jobs, "TAPELINT_THIN", ("whole", "thin")) if path else 1
+    return 1 if differing else 0
+
+
+def chosen(dest: str | None, names: Sequence[str]) -> Iterator[tuple[str, str | None]]:
+    """Each named project with its folder in the corpus (None, said so, when
+    it is not there)."""
+    present = {p.name: p for p in projects(corpus_dest(dest))}
+    for name in names:
         project = present.get(name)
         if project is None:
             print(f"{name}: not in the corpus", flush=True)
-            differing += 1
-            continue
-        for semantics in ("torch", "strict"):
-            whole, whole_found, whole_errors = check(project.path, semantics, args.jobs, thin=False)
-            thin, thin_found, thin_errors = check(project.path, semantics, args.jobs, thin=True)
-            same = whole_found == thin_found and whole_errors == thin_errors
-            differing += not same
-            print(f"{name:22} {semantics:6} {len(whole_found):3} diagnostics {len(whole_errors):2} errors"
-                  f"  {'identical' if same else 'DIFFERENT'}   CPU whole {whole.cpu:6.1f} s  thin {thin.cpu:6.1f} s",
-                  flush=True)
-            for line in sorted(set(whole_found + whole_errors) ^ set(thin_found + thin_errors)):
-                side = "whole only" if line in whole_found + whole_errors else "thin only"
-                print(f"    {side}: {line[:400]}", flush=True)
-    return 1 if differing else 0
+        yield name, project.path if project is not None else None
+
+
+def compare(name: str, path: str, jobs: int, switch: str, labels: tuple[str, str]) -> int:
+    """Lint the project at `path` with `switch` off and on, under each
+    semantics; print both ways' diagnostics compared and their CPU. How
+    many semantics differ."""
+    differing = 0
+    for semantics in ("torch", "strict"):
+        off, off_found, off_errors = check(path, semantics, jobs, False, switch)
+        on, on_found, on_errors = check(path, semantics, jobs, True, switch)
+        same = off_found == on_found and off_errors == on_errors
+        differing += not same
+        verdict = "identical" if same else "DIFFERENT"
+        print(f"{name:22} {semantics:6} {len(off_found):3} diagnostics {len(off_errors):2} errors  {verdict}"
+              f"   CPU {labels[0]} {off.cpu:6.1f} s  {labels[1]} {on.cpu:6.1f} s", flush=True)
+        for line in sorted(set(off_found + off_errors) ^ set(on_found + on_errors)):
+            side = f"{labels[0]} only" if line in off_found + off_errors else f"{labels[1]} only"
+            print(f"    {side}: {line[:400]}", flush=True)
+    return differing
 
 
 if __name__ == "__main__":

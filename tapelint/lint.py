@@ -35,12 +35,13 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from tapelint.analysis import reads
+from tapelint.analysis import quick_tree, reads
 from tapelint.analysis.driver import analyze_module
 from tapelint.analysis.names import ModuleNames
-from tapelint.analysis.parsing import parse_module
+from tapelint.analysis.parsing import parse_module, python_tree
 from tapelint.analysis.project import CACHE as PARSED
-from tapelint.analysis.thin import thin_source
+from tapelint.analysis.project import QUICK_CACHE
+from tapelint.analysis.thin import left_out, thin_source
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.origins import Positions, positions_in, with_origins
 from tapelint.positions import StatementPositions
@@ -94,7 +95,7 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
         return FileResult(path, errors=(FileError(
             path, f"too large to check within the per-file memory budget ({settings.file_memory_mb} MB, about"
             f" {limit} KB of source; config `file-memory-mb`, flag `--file-memory-mb`)"),))
-    if not judged_by_libcst and _thin_finds_nothing(source, path, settings):
+    if not judged_by_libcst and _quick_finds_nothing(source, path, settings):
         return FileResult(path)
     try:
         module = PARSED.tree(path, source)  # shared with this process's importers of `path`
@@ -115,21 +116,26 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
     return FileResult(path, diagnostics=diagnostics)
 
 
-def _thin_finds_nothing(source: str, path: str, settings: Settings) -> bool:
-    """The analysis of the file's thin text (`analysis.thin`) finds no
-    hazard. Anything else (a hazard, a parse or analysis error) is left to
-    the lint of the whole text, which reports it from the real text; a file
+def _quick_finds_nothing(source: str, path: str, settings: Settings) -> bool:
+    """The analysis of the file's quick tree finds no hazard: a tree built
+    from CPython's parse (`analysis.quick_tree`, a third of libcst's cost)
+    of the file's thin text (`analysis.thin`), or of its whole text when
+    nothing would be left out. Anything else (a hazard, syntax the quick
+    tree does not build, an analysis error) is left to the lint of the whole
+    text, which reports it from libcst's parse of the real text; a file
     this process parsed whole already is linted whole, at no parse, and so
     is an edit of one (the editor's next keystroke in a file that had a
     finding): its parse is the touched statements' (`analysis.reparse`)."""
     if PARSED.parsed_before(path):
         return False
-    thin = thin_source(source, settings)
-    if thin is None:
-        return False
+    lines = source.count("\n") + 1
     try:
-        module = parse_module(thin)
-        return not analyze_module(module, settings, lines=source.count("\n") + 1, path=path)
+        if not quick_tree.ENABLED:
+            thin = thin_source(source, settings)
+            return thin is not None and not analyze_module(parse_module(thin), settings, lines=lines, path=path)
+        tree = python_tree(source)
+        module = quick_tree.quick_module(source, tree, left_out(source, tree, settings) or frozenset())
+        return not analyze_module(module, settings, lines=lines, path=path, cache=QUICK_CACHE)
     except Exception:  # noqa: BLE001 - the whole lint reproduces (and reports) whatever this was
         return False
 

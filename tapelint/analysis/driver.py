@@ -40,6 +40,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.names import ModuleNames
 from tapelint.analysis.overrides import unchanged_inherited
 from tapelint.analysis.program import ClassInfo, Program
+from tapelint.analysis.project import ModuleCache
 from tapelint.analysis.state import EMPTY, State, Vals
 from tapelint.analysis.store import NodeStore
 from tapelint.analysis.syntax import forget, walk_nodes
@@ -65,15 +66,16 @@ STEP_INLINE_RESERVE = 60
 
 
 def analyze_module(module: cst.Module, settings: Settings, lines: int = 0, path: str = "",
-                   names: Optional[ModuleNames] = None) -> list[Located]:
+                   names: Optional[ModuleNames] = None, cache: Optional[ModuleCache] = None) -> list[Located]:
     """Every hazard of one module, placed in it (`anchors`); `lines`, its
     length, sizes the work budget; `path`, where it is, resolves its
     first-party imports (none without it); `names`, the module's index when
-    the caller keeps one (its fixes read it too)."""
+    the caller keeps one (its fixes read it too); `cache`, where the trees
+    of the modules it imports come from (`project.CACHE` by default)."""
     names = names or ModuleNames(module)
     try:
         with reads.one_view():
-            analysis = ModuleAnalysis(module, settings, lines, path, names)
+            analysis = ModuleAnalysis(module, settings, lines, path, names, cache)
             analysis.run()
         hazards = with_roles(analysis.results(), analysis.steps)
         found = relocate(hazards, analysis.program, analysis.contexts(), names)
@@ -106,8 +108,8 @@ class ModuleAnalysis:
     """One module's analysis: its program, node store, hazard log and accumulations."""
 
     def __init__(self, module: cst.Module, settings: Settings, lines: int = 0, path: str = "",
-                 names: Optional[ModuleNames] = None) -> None:
-        self.program = Program.root(module, settings, path) if path else Program.of(module, settings)
+                 names: Optional[ModuleNames] = None, cache: Optional[ModuleCache] = None) -> None:
+        self.program = Program.root(module, settings, path, cache) if path else Program.of(module, settings)
         self.store = NodeStore(module)
         self.log = HazardLog(self.store, names or ModuleNames(module))
         self.accumulations = Accumulations()

@@ -71,3 +71,14 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+def span(stmt: ast.stmt) -> tuple[int, int]:
+    """The 0-based first line (its first decorator's) and last line of `stmt`."""
+    first = stmt.lineno
+    decorators = getattr(stmt, "decorator_list", ())
+    if decorators:
+        first = min(first, *(d.lineno for d in decorators))
+    end = stmt.end_lineno if stmt.end_lineno is not None else stmt.lineno
+    # A decorator's `@` stands on the line of its expression.
+    return first - 1, end - 1

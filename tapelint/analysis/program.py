@@ -15,7 +15,7 @@ import libcst as cst
 from tapelint import ops
 from tapelint.analysis import torch_api
 from tapelint.analysis.imports import ImportMap, dotted_name
-from tapelint.analysis.project import Found, ModuleSummary, Project
+from tapelint.analysis.project import CACHE, Found, ModuleCache, ModuleSummary, Project
 from tapelint.analysis.state import Vals
 from tapelint.analysis.syntax import walk_statements
 from tapelint.settings import Settings
@@ -67,12 +67,13 @@ class Program:
         return program
 
     @classmethod
-    def root(cls, module: cst.Module, settings: Settings, path: str) -> Program:
-        """The program of the file being linted, with the project its imports reach."""
+    def root(cls, module: cst.Module, settings: Settings, path: str, cache: Optional[ModuleCache] = None) -> Program:
+        """The program of the file being linted, with the project its imports
+        reach (their trees from `cache`: the parse cache, or the quick one)."""
         def load(other: str, other_module: cst.Module, summary: ModuleSummary) -> Program:
             return cls.of(other_module, settings, other, project)
 
-        project = Project(settings.src, settings.project_root, load)
+        project = Project(settings.src, settings.project_root, load, cache if cache is not None else CACHE)
         return cls.of(module, settings, path, project)
 
     def definition(self, dotted: str) -> Optional[Found]:

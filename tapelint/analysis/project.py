@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import libcst as cst
 
-from tapelint.analysis import reads
+from tapelint.analysis import quick_tree, reads
 from tapelint.analysis.imports import ImportMap, dotted_name
 from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.reparse import Layout, reparse
@@ -304,8 +304,9 @@ class ModuleCache:
     recently used dropped past `MAX_CACHED_CHARS`: a module imported by many
     files, or imported and linted, is parsed once per worker."""
 
-    def __init__(self, budget: int = MAX_CACHED_CHARS) -> None:
+    def __init__(self, budget: int = MAX_CACHED_CHARS, parse: Optional[Callable[[str], cst.Module]] = None) -> None:
         self.budget = budget
+        self.parse = parse if parse is not None else parse_module  # raises what `parse_module` raises
         self.entries: OrderedDict[str, _Entry] = OrderedDict()
         self.chars = 0
 
@@ -342,7 +343,7 @@ class ModuleCache:
             # linted from this very text
             fresh = _Entry(key, text, digest, entry.module, entry.summaries, entry.imports)
         else:
-            fresh = _Entry(key, text, digest, _parse(text) if text is not None else None)
+            fresh = _Entry(key, text, digest, self._parse(text) if text is not None else None)
         self._put(path, fresh)
         return fresh.module
 
@@ -430,14 +431,27 @@ class ModuleCache:
         self.chars -= self.entries.pop(path).chars
 
 
-def _parse(text: str) -> Optional[cst.Module]:
+    def _parse(self, text: str) -> Optional[cst.Module]:
+        try:
+            return self.parse(text)
+        except (cst.ParserSyntaxError, RecursionError, ValueError):
+            return None
+
+
+def _quick_or_libcst(text: str) -> cst.Module:
+    """The quick tree of `text`; libcst's where it builds none (the syntax
+    it leaves out, a text CPython refuses), so the module is never less
+    known to a quick analysis than to a whole one."""
     try:
+        return quick_tree.quick_module(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return parse_module(text)
-    except (cst.ParserSyntaxError, RecursionError, ValueError):
-        return None
 
 
 CACHE = ModuleCache()
+# The trees the quick analyses of this process read (`lint._quick_finds_nothing`):
+# kept apart, since a hazard's related locations need libcst's own trees.
+QUICK_CACHE = ModuleCache(parse=_quick_or_libcst)
 
 
 # --------------------------------------------------------------- resolution

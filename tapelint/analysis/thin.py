@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tapelint.analysis.parsing import python_tree
+from tapelint.analysis.parsing import python_tree, span
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.precheck import holds_seed
 from tapelint.settings import Settings
@@ -71,18 +71,38 @@ def thin_source(source: str, settings: Settings) -> Optional[str]:
         tree = python_tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines = [m.group() for m in _LINE.finditer(source)]
-    if lines and lines[-1] == "":
-        lines.pop()
-    units, fixed_words, shells = _units(tree, lines, settings)
-    kept = _closure(units, fixed_words, shells)
-    dropped = [u for i, u in enumerate(units) if i not in kept and (u.owner is None or u.owner in kept)]
+    lines = _lines(source)
+    dropped = _dropped(tree, lines, settings)
     if not dropped:
         return None
     out = list(lines)
     for unit in dropped:
         _blank(out, unit, lines)
     return "".join(out)
+
+
+def left_out(source: str, tree: ast.Module, settings: Settings) -> Optional[frozenset[int]]:
+    """What `thin_source` leaves out of `source` (parsed: `tree`), as the
+    first lines (0-based, decorators included) of the defs, classes and
+    methods it empties; None where it would return None. (The quick tree
+    is built from `tree` without them: `quick_tree.quick_module`.)"""
+    if not ENABLED or len(source) < MIN_CHARS:
+        return None
+    dropped = _dropped(tree, _lines(source), settings)
+    return frozenset(unit.first for unit in dropped) if dropped else None
+
+
+def _lines(source: str) -> list[str]:
+    lines = [m.group() for m in _LINE.finditer(source)]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _dropped(tree: ast.Module, lines: Sequence[str], settings: Settings) -> list[_Unit]:
+    units, fixed_words, shells = _units(tree, lines, settings)
+    kept = _closure(units, fixed_words, shells)
+    return [u for i, u in enumerate(units) if i not in kept and (u.owner is None or u.owner in kept)]
 
 
 def _units(tree: ast.Module, lines: Sequence[str], settings: Settings
@@ -93,7 +113,7 @@ def _units(tree: ast.Module, lines: Sequence[str], settings: Settings
     fixed: set[str] = set()
     shells: dict[int, frozenset[str]] = {}
     for stmt in tree.body:
-        first, last = _span(stmt)
+        first, last = span(stmt)
         text = "".join(lines[first:last + 1])
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             fixed.update(_WORD.findall(text))
@@ -106,7 +126,7 @@ def _units(tree: ast.Module, lines: Sequence[str], settings: Settings
         shell = list(lines[first:last + 1])
         method_units = []
         for method in methods:
-            m_first, m_last = _span(method)
+            m_first, m_last = span(method)
             m_text = "".join(lines[m_first:m_last + 1])
             name = method.name
             always = name in _ALWAYS_KEPT_METHODS or (name.startswith("__") and name.endswith("__"))
@@ -119,16 +139,6 @@ def _units(tree: ast.Module, lines: Sequence[str], settings: Settings
         units.append(_Unit(stmt.name, first, last, shells[index], holds_seed(shell_text, settings)))
         units.extend(method_units)
     return units, fixed, shells
-
-
-def _span(stmt: ast.stmt) -> tuple[int, int]:
-    first = stmt.lineno
-    decorators = getattr(stmt, "decorator_list", ())
-    if decorators:
-        first = min(first, *(d.lineno for d in decorators))
-    end = stmt.end_lineno if stmt.end_lineno is not None else stmt.lineno
-    # A decorator's `@` stands on the line of its expression.
-    return first - 1, end - 1
 
 
 def _closure(units: Sequence[_Unit], fixed_words: set[str], shells: dict[int, frozenset[str]]) -> set[int]:
