@@ -224,12 +224,12 @@ class _Builder:
 
     def _aug_assign(self, node: ast.AugAssign) -> Any:
         return make.AugAssign(target=self.expr(node.target), operator=_AUGMENTED[type(node.op)](),
-                     value=self.expr(node.value))
+                              value=self.expr(node.value))
 
     def _ann_assign(self, node: ast.AnnAssign) -> Any:
         return make.AnnAssign(target=self.expr(node.target),
-                     annotation=make.Annotation(annotation=self.expr(node.annotation)),
-                     value=self._optional(node.value))
+                              annotation=make.Annotation(annotation=self.expr(node.annotation)),
+                              value=self._optional(node.value))
 
     def _return(self, node: ast.Return) -> Any:
         return make.Return(value=self._optional(node.value))
@@ -279,7 +279,7 @@ class _Builder:
 
     def _for(self, node: Union[ast.For, ast.AsyncFor]) -> Any:
         return make.For(target=self.expr(node.target), iter=self.expr(node.iter), body=self._suite(node.body),
-                     orelse=self._else(node.orelse), asynchronous=_asynchronous(type(node) is ast.AsyncFor))
+                        orelse=self._else(node.orelse), asynchronous=_asynchronous(type(node) is ast.AsyncFor))
 
     def _while(self, node: ast.While) -> Any:
         return make.While(test=self.expr(node.test), body=self._suite(node.body), orelse=self._else(node.orelse))
@@ -291,7 +291,7 @@ class _Builder:
             asname = None if target is None else make.AsName(name=self.expr(target))
             items.append(make.WithItem(item=self.expr(item.context_expr), asname=asname))
         return make.With(items=tuple(items), body=self._suite(node.body),
-                     asynchronous=_asynchronous(type(node) is ast.AsyncWith))
+                         asynchronous=_asynchronous(type(node) is ast.AsyncWith))
 
     def _try(self, node: Any) -> Any:
         star = type(node) is not ast.Try
@@ -300,18 +300,18 @@ class _Builder:
         for handler in node.handlers:
             name = None if handler.name is None else make.AsName(name=_name(handler.name))
             handlers.append(handler_kind(body=self._suite(handler.body), type=self._optional(handler.type),
-                                  name=name))
+                                         name=name))
         finalbody = make.Finally(body=self._suite(node.finalbody)) if node.finalbody else None
         return (make.TryStar if star else make.Try)(body=self._suite(node.body), handlers=tuple(handlers),
-                     orelse=self._else(node.orelse), finalbody=finalbody)
+                                                    orelse=self._else(node.orelse), finalbody=finalbody)
 
     def _function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> Any:
         if getattr(node, "type_params", None):
             raise Unsupported("type parameters")
         returns = None if node.returns is None else make.Annotation(annotation=self.expr(node.returns))
         return make.FunctionDef(name=_name(node.name), params=self._parameters(node.args),
-                     body=self._suite(node.body), decorators=self._decorators(node.decorator_list),
-                     returns=returns, asynchronous=_asynchronous(type(node) is ast.AsyncFunctionDef))
+                                body=self._suite(node.body), decorators=self._decorators(node.decorator_list),
+                                returns=returns, asynchronous=_asynchronous(type(node) is ast.AsyncFunctionDef))
 
     def _class(self, node: ast.ClassDef) -> Any:
         if getattr(node, "type_params", None):
@@ -319,7 +319,7 @@ class _Builder:
         bases = tuple([self._argument(base) for base in node.bases])
         keywords = tuple([self._keyword(keyword) for keyword in node.keywords])
         return make.ClassDef(name=_name(node.name), body=self._suite(node.body), bases=bases,
-                     keywords=keywords, decorators=self._decorators(node.decorator_list))
+                             keywords=keywords, decorators=self._decorators(node.decorator_list))
 
     def _decorators(self, decorators: Sequence[ast.expr]) -> tuple[Any, ...]:
         return tuple([make.Decorator(decorator=self.expr(decorator)) for decorator in decorators])
@@ -337,13 +337,13 @@ class _Builder:
         kwonly = tuple([self._param(arg, default) for arg, default in zip(args.kwonlyargs, args.kw_defaults)])
         star_kwarg = None if args.kwarg is None else self._param(args.kwarg, None, "**")
         return make.Parameters(params=params, star_arg=star_arg, kwonly_params=kwonly, star_kwarg=star_kwarg,
-                     posonly_params=posonly,
-                     posonly_ind=make.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT)
+                               posonly_params=posonly,
+                               posonly_ind=make.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT)
 
     def _param(self, arg: ast.arg, default: Optional[ast.expr], star: str = "") -> Any:
         annotation = None if arg.annotation is None else make.Annotation(annotation=self.expr(arg.annotation))
         return make.Param(name=_name(arg.arg), annotation=annotation, default=self._optional(default),
-                     star=star)
+                          star=star)
 
     # --------------------------------------------------------- expressions
 
@@ -414,17 +414,16 @@ class _Builder:
         if type(parsed) is not ast.Expr or type(parsed.value) is not ast.JoinedStr:
             raise Unsupported("an f-string literal that is not one")
         return make.FormattedString(parts=tuple(_Builder(literal)._formatted_parts(parsed.value.values)),
-                     start='f"', end='"')
+                                    start='f"', end='"')
 
     def _formatted_parts(self, values: Sequence[ast.expr]) -> list[Any]:
         parts: list[Any] = []
         for value in values:
-            if type(value) is ast.FormattedValue:
-                spec = value.format_spec
+            if isinstance(value, ast.FormattedValue):
+                spec = value.format_spec  # an f-string itself, when given
                 parts.append(make.FormattedStringExpression(
-                    expression=self.expr(value.value),
-                    conversion=_CONVERSIONS.get(value.conversion),
-                    format_spec=None if spec is None else tuple(self._formatted_parts(spec.values))))  # type: ignore[attr-defined]
+                    expression=self.expr(value.value), conversion=_CONVERSIONS.get(value.conversion),
+                    format_spec=tuple(self._formatted_parts(spec.values)) if isinstance(spec, ast.JoinedStr) else None))
             elif type(value) is ast.Constant:
                 parts.append(make.FormattedStringText(value=str(value.value)))
             else:
@@ -448,11 +447,11 @@ class _Builder:
 
     def _bare_slice(self, node: ast.Slice) -> Any:
         return make.Slice(lower=self._optional(node.lower), upper=self._optional(node.upper),
-                     step=self._optional(node.step))
+                          step=self._optional(node.step))
 
     def _binary(self, node: ast.BinOp) -> Any:
         return make.BinaryOperation(left=self.expr(node.left), operator=_BINARY[type(node.op)](),
-                     right=self.expr(node.right))
+                                    right=self.expr(node.right))
 
     def _unary(self, node: ast.UnaryOp) -> Any:
         return make.UnaryOperation(operator=_UNARY[type(node.op)](), expression=self.expr(node.operand))
@@ -467,7 +466,7 @@ class _Builder:
 
     def _compare(self, node: ast.Compare) -> Any:
         targets = tuple([make.ComparisonTarget(operator=_COMPARE[type(op)](), comparator=self.expr(right))
-                   for op, right in zip(node.ops, node.comparators)])
+                         for op, right in zip(node.ops, node.comparators)])
         return make.Comparison(left=self.expr(node.left), comparisons=targets)
 
     def _element(self, node: ast.expr) -> Any:
@@ -518,7 +517,7 @@ class _Builder:
         for generator in reversed(generators):
             ifs = tuple([make.CompIf(test=self.expr(test)) for test in generator.ifs])
             inner = make.CompFor(target=self.expr(generator.target), iter=self.expr(generator.iter), ifs=ifs,
-                          inner_for_in=inner, asynchronous=_asynchronous(bool(generator.is_async)))
+                                 inner_for_in=inner, asynchronous=_asynchronous(bool(generator.is_async)))
         return inner
 
     def _list_comp(self, node: ast.ListComp) -> Any:
@@ -532,7 +531,7 @@ class _Builder:
 
     def _dict_comp(self, node: ast.DictComp) -> Any:
         return make.DictComp(key=self.expr(node.key), value=self.expr(node.value),
-                     for_in=self._comprehension(node.generators))
+                             for_in=self._comprehension(node.generators))
 
     # ---------------------------------------------------------- source text
 
