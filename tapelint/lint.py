@@ -134,7 +134,7 @@ def _quick_finds_nothing(source: str, path: str, settings: Settings) -> bool:
             thin = thin_source(source, settings)
             return thin is not None and not analyze_module(parse_module(thin), settings, lines=lines, path=path)
         tree = python_tree(source)
-        module = quick_tree.quick_module(source, tree, left_out(source, tree, settings) or frozenset())
+        module = quick_tree.quick_module(source, tree, left_out(source, tree, settings))
         return not analyze_module(module, settings, lines=lines, path=path, cache=QUICK_CACHE)
     except Exception:  # noqa: BLE001 - the whole lint reproduces (and reports) whatever this was
         return False

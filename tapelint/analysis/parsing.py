@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,18 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+# A line as CPython counts them (`\n`, `\r\n` or a lone `\r` ends it).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
+
+
+def source_lines(source: str) -> list[str]:
+    """`source`'s lines as CPython numbers them, each with its line break."""
+    lines = [m.group() for m in _LINE.finditer(source)]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def span(stmt: ast.stmt) -> tuple[int, int]:

@@ -430,7 +430,6 @@ class ModuleCache:
     def _drop(self, path: str) -> None:
         self.chars -= self.entries.pop(path).chars
 
-
     def _parse(self, text: str) -> Optional[cst.Module]:
         try:
             return self.parse(text)

@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Union, cast
 
 import libcst as cst
 
-from tapelint.analysis.parsing import python_tree, span
+from tapelint.analysis.parsing import python_tree, source_lines, span
 
 # `TAPELINT_QUICK=0`: every tree is libcst's (to compare, or to rule this module out).
 ENABLED = os.environ.get("TAPELINT_QUICK", "1") != "0"
@@ -139,7 +139,6 @@ _COMPARE: dict[type, Maker] = {op: _maker(getattr(cst, name)) for op, name in (
     (ast.Gt, "GreaterThan"), (ast.GtE, "GreaterThanEqual"), (ast.Is, "Is"), (ast.IsNot, "IsNot"), (ast.In, "In"),
     (ast.NotIn, "NotIn"))}
 _CONVERSIONS = {-1: None, 115: "s", 114: "r", 97: "a"}
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 # One string literal (prefix, then its quotes and body), or what may stand
 # between two literals of an implicit concatenation.
 _STRING = re.compile(
@@ -155,7 +154,7 @@ class _Builder:
     """Builds one module's nodes; `text` gives literals their source text."""
 
     def __init__(self, text: str) -> None:
-        self.lines = [m.group() for m in _LINE.finditer(text)]
+        self.lines = source_lines(text)
 
     # ------------------------------------------------------------ dispatch
 
@@ -208,7 +207,7 @@ class _Builder:
         """A compound statement's body: on its header's line (`if x: y`) a
         `SimpleStatementSuite`, else an indented block."""
         first = body[0]
-        if self._text_before(first).strip():
+        if self._columns(first.lineno - 1, 0, first.col_offset).strip():
             return make.SimpleStatementSuite(body=tuple([self.stmt(node) for node in body]))
         return make.IndentedBlock(body=self._block(body))
 
@@ -271,11 +270,15 @@ class _Builder:
         orelse: Any = None
         if node.orelse:
             first = node.orelse[0]
-            if len(node.orelse) == 1 and type(first) is ast.If and self._text_at(first).startswith("elif"):
+            if len(node.orelse) == 1 and isinstance(first, ast.If) and self._is_elif(first):
                 orelse = self._if(first)
             else:
                 orelse = self._else(node.orelse)
         return make.If(test=self.expr(node.test), body=self._suite(node.body), orelse=orelse)
+
+    def _is_elif(self, node: ast.If) -> bool:
+        """`elif x:`, not `else:` then `if x:` (the same `ast`, not the same libcst tree)."""
+        return self._columns(node.lineno - 1, node.col_offset).startswith("elif")
 
     def _for(self, node: Union[ast.For, ast.AsyncFor]) -> Any:
         return make.For(target=self.expr(node.target), iter=self.expr(node.iter), body=self._suite(node.body),
@@ -509,9 +512,6 @@ class _Builder:
     def _yield_from(self, node: ast.YieldFrom) -> Any:
         return make.Yield(value=make.From(item=self.expr(node.value)))
 
-    def _starred(self, node: ast.Starred) -> Any:
-        raise Unsupported("a starred expression outside a display, call or subscript")
-
     def _comprehension(self, generators: Sequence[ast.comprehension]) -> Any:
         inner = None
         for generator in reversed(generators):
@@ -535,22 +535,13 @@ class _Builder:
 
     # ---------------------------------------------------------- source text
 
-    def _line_bytes(self, index: int) -> Union[str, bytes]:
-        """Line `index` (0-based) as `ast` counts its columns: UTF-8 bytes,
-        or the text itself when it is ASCII (the same offsets)."""
+    def _columns(self, index: int, start: int, end: Optional[int] = None) -> str:
+        """Line `index` (0-based) from column `start` to `end`, columns as
+        `ast` counts them: UTF-8 bytes (on an ASCII line, characters)."""
         line = self.lines[index]
-        return line if line.isascii() else line.encode("utf-8")
-
-    def _text_at(self, node: ast.AST) -> str:
-        """The rest of the line from where `node` starts."""
-        line = self._line_bytes(node.lineno - 1)  # type: ignore[attr-defined]
-        rest = line[node.col_offset:]  # type: ignore[attr-defined]
-        return rest if isinstance(rest, str) else rest.decode("utf-8", "replace")
-
-    def _text_before(self, node: ast.AST) -> str:
-        line = self._line_bytes(node.lineno - 1)  # type: ignore[attr-defined]
-        before = line[:node.col_offset]  # type: ignore[attr-defined]
-        return before if isinstance(before, str) else before.decode("utf-8", "replace")
+        if line.isascii():
+            return line[start:end]
+        return line.encode("utf-8")[start:end].decode("utf-8", "replace")
 
     def _parenthesized(self, node: ast.expr) -> bool:
         """Whether `node`'s text is one pair of parentheses around the rest
@@ -586,11 +577,9 @@ class _Builder:
             return None
         first, last = node.lineno - 1, end_line - 1
         if first == last:
-            part = self._line_bytes(first)[node.col_offset:end_col]
-            return part if isinstance(part, str) else part.decode("utf-8", "replace")
-        pieces = [self._line_bytes(first)[node.col_offset:], *map(self._line_bytes, range(first + 1, last)),
-                  self._line_bytes(last)[:end_col]]
-        return "".join(piece if isinstance(piece, str) else piece.decode("utf-8", "replace") for piece in pieces)
+            return self._columns(first, node.col_offset, end_col)
+        return "".join([self._columns(first, node.col_offset), *self.lines[first + 1:last],
+                        self._columns(last, 0, end_col)])
 
 
 # What builds each kind of ast node (class-level: a builder's own bound methods
@@ -603,8 +592,7 @@ _EXPRESSIONS: dict[type, Callable[[_Builder, Any], Any]] = {
     ast.IfExp: _Builder._if_expression, ast.Lambda: _Builder._lambda, ast.NamedExpr: _Builder._named,
     ast.Await: _Builder._await, ast.Yield: _Builder._yield, ast.YieldFrom: _Builder._yield_from,
     ast.ListComp: _Builder._list_comp, ast.SetComp: _Builder._set_comp, ast.GeneratorExp: _Builder._generator,
-    ast.DictComp: _Builder._dict_comp, ast.JoinedStr: _Builder._formatted, ast.Starred: _Builder._starred,
-    ast.Slice: _Builder._bare_slice,
+    ast.DictComp: _Builder._dict_comp, ast.JoinedStr: _Builder._formatted,
 }
 _STATEMENTS: dict[type, Callable[[_Builder, Any], Any]] = {
     ast.Expr: _Builder._expr_stmt, ast.Assign: _Builder._assign, ast.AugAssign: _Builder._aug_assign,

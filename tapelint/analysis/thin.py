@@ -32,14 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tapelint.analysis.parsing import python_tree, span
+from tapelint.analysis.parsing import python_tree, source_lines, span
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.precheck import holds_seed
 from tapelint.settings import Settings
 
 ENABLED = os.environ.get("TAPELINT_THIN", "1") != "0"
 _WORD = re.compile(r"[A-Za-z_]\w*")
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _INDENT = re.compile(r"[ \t]*")
 # Methods of a kept class kept whatever they hold: instance state and calls
 # of the instance go through them.
@@ -71,7 +70,7 @@ def thin_source(source: str, settings: Settings) -> Optional[str]:
         tree = python_tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines = _lines(source)
+    lines = source_lines(source)
     dropped = _dropped(tree, lines, settings)
     if not dropped:
         return None
@@ -81,22 +80,14 @@ def thin_source(source: str, settings: Settings) -> Optional[str]:
     return "".join(out)
 
 
-def left_out(source: str, tree: ast.Module, settings: Settings) -> Optional[frozenset[int]]:
+def left_out(source: str, tree: ast.Module, settings: Settings) -> frozenset[int]:
     """What `thin_source` leaves out of `source` (parsed: `tree`), as the
     first lines (0-based, decorators included) of the defs, classes and
-    methods it empties; None where it would return None. (The quick tree
+    methods it empties; empty where it would return None. (The quick tree
     is built from `tree` without them: `quick_tree.quick_module`.)"""
     if not ENABLED or len(source) < MIN_CHARS:
-        return None
-    dropped = _dropped(tree, _lines(source), settings)
-    return frozenset(unit.first for unit in dropped) if dropped else None
-
-
-def _lines(source: str) -> list[str]:
-    lines = [m.group() for m in _LINE.finditer(source)]
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
+        return frozenset()
+    return frozenset(unit.first for unit in _dropped(tree, source_lines(source), settings))
 
 
 def _dropped(tree: ast.Module, lines: Sequence[str], settings: Settings) -> list[_Unit]:
