@@ -10,7 +10,9 @@ outside function`, nesting too deep for it) is TL900 without libcst ever
 seeing the text. This also keeps libcst's parser, whose time grows faster
 than quadratically with expression nesting (measured: a 2,000-term sum takes
 12 s, 4,000 terms over a minute), away from every file that nests deeper
-than `python prog.py` itself accepts.
+than `python prog.py` itself accepts. A file the pre-check keeps is parsed
+by CPython once: its `ast` tree is compiled for the verdict, then built into
+the quick tree (`_python_verdict`).
 
 One exception: when the settings' target version is newer than the running
 Python, a text that CPython's *parser* refuses may be valid on the target
@@ -82,20 +84,21 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
     # A BOM is encoding, not text: files read from disk lose it in decoding,
     # text handed in directly (library callers, editors) loses it here.
     source = source.removeprefix("\ufeff")
-    refusal = _python_refusal(source, path, settings.target_version)
+    holds = not precheck or may_hold_hazard(source, settings, path)
+    tree, refusal = _python_verdict(source, path, settings.target_version, want_tree=holds)
     if refusal is not None and not refusal.for_libcst:
         return FileResult(path, diagnostics=_reported(refusal.diagnostic, settings))
     # A text CPython refused is libcst's to judge: neither the pre-check nor
     # the thin parse may pass over its syntax errors.
     judged_by_libcst = refusal is not None
-    if precheck and not judged_by_libcst and not may_hold_hazard(source, settings, path):
+    if not judged_by_libcst and not holds:
         return FileResult(path, skipped=True)
     if len(source) * PARSER_BYTES_PER_CHARACTER > settings.file_memory_mb * 2**20:
         limit = settings.file_memory_mb * 2**20 // PARSER_BYTES_PER_CHARACTER // 1024
         return FileResult(path, errors=(FileError(
             path, f"too large to check within the per-file memory budget ({settings.file_memory_mb} MB, about"
             f" {limit} KB of source; config `file-memory-mb`, flag `--file-memory-mb`)"),))
-    if not judged_by_libcst and _quick_finds_nothing(source, path, settings):
+    if not judged_by_libcst and _quick_finds_nothing(source, path, settings, tree):
         return FileResult(path)
     try:
         module = PARSED.tree(path, source)  # shared with this process's importers of `path`
@@ -107,7 +110,7 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
         return FileResult(path, diagnostics=_reported(diagnostic, settings))
     except RecursionError:
         return FileResult(path, errors=(FileError(path, f"{TOO_DEEP} for the parser"),))
-    if precheck and judged_by_libcst and not may_hold_hazard(source, settings, path):
+    if judged_by_libcst and not holds:
         return FileResult(path, skipped=True)
     try:
         diagnostics = _check(module, source, path, settings)
@@ -116,11 +119,12 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
     return FileResult(path, diagnostics=diagnostics)
 
 
-def _quick_finds_nothing(source: str, path: str, settings: Settings) -> bool:
+def _quick_finds_nothing(source: str, path: str, settings: Settings, tree: ast.Module | None = None) -> bool:
     """The analysis of the file's quick tree finds no hazard: a tree built
-    from CPython's parse (`analysis.quick_tree`, a third of libcst's cost)
-    of the file's thin text (`analysis.thin`), or of its whole text when
-    nothing would be left out. Anything else (a hazard, syntax the quick
+    from CPython's parse (`analysis.quick_tree`, a third of libcst's cost;
+    the parse is `tree` when given) of the file's thin text
+    (`analysis.thin`), or of its whole text when nothing would be left
+    out. Anything else (a hazard, syntax the quick
     tree does not build, an analysis error) is left to the lint of the whole
     text, which reports it from libcst's parse of the real text; a file
     this process parsed whole already is linted whole, at no parse, and so
@@ -133,7 +137,8 @@ def _quick_finds_nothing(source: str, path: str, settings: Settings) -> bool:
         if not quick_tree.ENABLED:
             thin = thin_source(source, settings)
             return thin is not None and not analyze_module(parse_module(thin), settings, lines=lines, path=path)
-        tree = python_tree(source)
+        if tree is None:
+            tree = python_tree(source)
         module = quick_tree.quick_module(source, tree, left_out(source, tree, settings))
         return not analyze_module(module, settings, lines=lines, path=path, cache=QUICK_CACHE)
     except Exception:  # noqa: BLE001 - the whole lint reproduces (and reports) whatever this was
@@ -147,6 +152,25 @@ class _Refusal:
 
     diagnostic: Diagnostic
     for_libcst: bool = False
+
+
+def _python_verdict(source: str, path: str, target: PythonVersion, want_tree: bool
+                    ) -> tuple[ast.Module | None, _Refusal | None]:
+    """CPython's refusal of `source` (None when it compiles) and, when
+    `want_tree` and it compiles, its `ast` tree: parsed once, then compiled
+    from the tree, which is what the quick tree is built from (a third less
+    than parsing the text twice). Whatever the tree's compile raises is
+    judged again from the text, as `python prog.py` would see it."""
+    if want_tree:
+        try:
+            with warnings.catch_warnings(), _python_recursion_limit():
+                warnings.simplefilter("ignore")  # invalid escapes etc. are not ours to print
+                tree = python_tree(source)
+                compile(tree, path, "exec", dont_inherit=True)
+            return tree, None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return None, _python_refusal(source, path, target)
 
 
 def _python_refusal(source: str, path: str, target: PythonVersion) -> _Refusal | None:

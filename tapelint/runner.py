@@ -432,6 +432,12 @@ def _init_worker(parent: int, stderr_path: Optional[str] = None) -> None:
     os.close(target)
 
 
+def _init_run_worker(parent: int) -> None:
+    """A worker of one run's pool, which ends with the run: one view of the disk."""
+    _init_worker(parent)
+    reads.one_view_per_process()
+
+
 def _die_with(parent: int) -> None:
     """End this process when `parent` ends, whatever ends it (SIGKILL included)."""
     if sys.platform.startswith("linux"):
@@ -521,7 +527,7 @@ def _run_pool(
     """Lint `pending` (consumed) into `outcomes`; if the pool breaks, return
     the indexes that were in flight, whose outcome is unknown."""
     in_flight: dict[Future[Outcome], int] = {}
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(os.getpid(),))
+    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_run_worker, initargs=(os.getpid(),))
     try:
         while pending or in_flight:
             while pending and len(in_flight) < jobs * _IN_FLIGHT_PER_WORKER:

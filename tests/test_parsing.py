@@ -1,9 +1,12 @@
 """`analysis.parsing.parse_module`: the same tree as libcst's parse, for less;
-validation is skipped only by the thread that parses, while it parses."""
+validation is skipped only by the thread that parses, while it parses.
+`source_lines`: lines as CPython numbers them."""
 
 from __future__ import annotations
 
+import ast
 import gc
+import itertools
 import os
 import threading
 import weakref
@@ -11,7 +14,7 @@ import weakref
 import libcst as cst
 import pytest
 
-from tapelint.analysis.parsing import parse_module
+from tapelint.analysis.parsing import parse_module, source_lines
 from tapelint.runner import settle_heap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -91,3 +94,30 @@ def test_settle_heap_collects_the_last_files_cycles_and_freezes_the_rest() -> No
         assert gc.get_freeze_count() > 0 and kept is not None
     finally:
         gc.unfreeze()
+
+
+_BREAKS = ("\n", "\r\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+@pytest.mark.parametrize("others", [(), *((b,) for b in _BREAKS[3:]), _BREAKS[3:]],
+                         ids=["only-cpython-breaks", *(hex(ord(b)) for b in _BREAKS[3:]), "all"])
+def test_source_lines_number_lines_as_cpython_does(others: tuple[str, ...]) -> None:
+    # Every statement `x<i> = 0` must sit on the line CPython gives it, with
+    # `\v`, `\f`, `\x1c`... (which `str.splitlines` breaks at) inside lines.
+    for breaks in itertools.product(("\n", "\r\n", "\r"), repeat=3):
+        text = "".join(f"x{i} = 0  # {''.join(others)}{end}" for i, end in enumerate(breaks)) + "y = 1"
+        lines = source_lines(text)
+        assert "".join(lines) == text
+        for stmt in ast.parse(text).body:
+            target = stmt.targets[0]  # type: ignore[attr-defined]
+            assert lines[stmt.lineno - 1].startswith(f"{target.id} =")
+        assert len(lines) == 4
+    assert source_lines("") == [] and source_lines("a\n") == ["a\n"] and source_lines("a\n\n") == ["a\n", "\n"]
+
+
+def test_source_lines_of_every_fixture_join_to_its_text_and_count_as_cpython_does() -> None:
+    for text in fixture_texts():
+        lines = source_lines(text)
+        assert "".join(lines) == text
+        last = max((getattr(node, "end_lineno", 0) or 0 for node in ast.walk(ast.parse(text))), default=0)
+        assert len(lines) >= last

@@ -369,6 +369,29 @@ def test_one_view_answers_as_the_disk_was_when_first_asked(tmp_path):
     assert reads.path_state(str(path)) == reads.MISSING
 
 
+def test_a_run_workers_lints_share_one_view(tmp_path, monkeypatch):
+    """A worker of one run looks a path up once for all its files; each lint
+    still notes what it relied on."""
+    from tapelint.analysis import reads
+
+    monkeypatch.setattr(reads, "_run_states", None)
+    path = tmp_path / "m.py"
+    path.write_text("")
+    with reads.one_view():
+        assert reads.path_state(str(path)) == reads.FILE
+    path.unlink()
+    with reads.one_view():
+        assert reads.path_state(str(path)) == reads.MISSING  # not a run's worker: each lint looks again
+    path.write_text("")
+    reads.one_view_per_process()
+    with reads.one_view():
+        assert reads.path_state(str(path)) == reads.FILE
+    path.unlink()
+    with reads.recording() as facts, reads.one_view():
+        assert reads.path_state(str(path)) == reads.FILE  # the disk as the run first found it
+    assert facts == {str(path): reads.FILE}
+
+
 def test_one_view_is_its_threads_own(tmp_path):
     """An analysis on one thread (a file still running past its budget) does
     not answer for another's."""

@@ -4,12 +4,14 @@ depth), and a BOM in text handed to `lint_source` is stripped."""
 
 from __future__ import annotations
 
+import ast
 import time
 
 import pytest
 
+from tapelint import lint
 from tapelint.lint import lint_source
-from tapelint.settings import Settings
+from tapelint.settings import RUNNING, Settings
 
 HEADER = "import torch\nw = torch.ones(3, requires_grad=True)\n"
 
@@ -36,6 +38,49 @@ def test_compile_time_errors_are_tl900(body: str, line: int, message: str, prech
     [diagnostic] = result.diagnostics
     assert (diagnostic.code, diagnostic.range.start.line) == ("TL900", line)
     assert message in diagnostic.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def f():\n    w.sum().backward()\nreturn 1\n",
+        "print(a=1, a=2)\nw.sum().backward()\n",
+        "def f(a, a):\n    pass\n",
+        "def f():\n    nonlocal w\n",
+        "x = " + "(" * 2000 + "w" + ")" * 2000 + "\n",
+        "x = " + "-" * 100000 + "w\n",
+        "x = 1\0\n",
+        "w.sum().backward()\n",
+    ],
+    ids=["return-outside-function", "repeated-keyword", "duplicate-argument", "nonlocal-at-module-level",
+         "2000-nested-parentheses", "minus-100000", "nul-byte", "compiles"],
+)
+def test_the_tree_is_judged_as_the_text(body: str) -> None:
+    # A file the analysis goes on to is parsed once and compiled from its tree:
+    # the verdict must be the one CPython gives the text.
+    source = HEADER + body
+    tree, refusal = lint._python_verdict(source, "x.py", RUNNING, want_tree=True)
+    assert refusal == lint._python_refusal(source, "x.py", RUNNING)
+    assert (tree is None) == (refusal is not None or "\0" in source)
+    if tree is not None:
+        assert ast.dump(tree) == ast.dump(ast.parse(source))
+
+
+def test_a_file_analysed_is_parsed_by_cpython_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parses = []
+
+    def counted(text: str) -> ast.Module:
+        parses.append(text)
+        return ast.parse(text)
+
+    def refused(*args: object) -> None:
+        raise AssertionError("compiled from its text again")
+
+    monkeypatch.setattr(lint, "python_tree", counted)
+    monkeypatch.setattr(lint, "_python_refusal", refused)
+    source = HEADER + "for _ in range(3):\n    (w * 2).sum().backward()\n"
+    assert codes(source) == []
+    assert parses == [source]
 
 
 @pytest.mark.parametrize(

@@ -70,6 +70,20 @@ class _View(threading.local):
 
 
 _view = _View()
+# In a worker of one run (`runner`), the views of every file it lints are one:
+# the disk as the run first found it (a module imported by many files is
+# looked up once per worker, not once per file). None elsewhere (the
+# language server's worker): each lint looks again.
+_run_states: Optional[dict[str, str]] = None
+
+
+def one_view_per_process() -> None:
+    """Make every later `one_view()` of this process one view: for a process
+    that lints the files of one run and ends with it. What a lint notes is
+    still what it relied on, so a cached result that a change during the run
+    made stale is linted again by the next run."""
+    global _run_states
+    _run_states = {}
 
 
 @contextmanager
@@ -83,7 +97,7 @@ def one_view() -> Iterator[None]:
     a thread's view is its own lint's."""
     outer = _view.states
     if outer is None:
-        _view.states = {}
+        _view.states = {} if _run_states is None else _run_states
     try:
         yield
     finally:

@@ -267,12 +267,13 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
         else:
             env[name] = vals  # nothing created in the loop: the same values next iteration
             continue
-        carried = frozenset(stand_in(v, loop) for v in vals)
+        carried = frozenset([stand_in(v, loop) for v in vals])
         shown = _user_name(name)
-        for value in spread(carried):  # `state` holding an LSTM's `(h, c)` carries both
-            if isinstance(value, Carried) and value.name is None and shown is not None:
-                value.name = shown
-        env[name] = carried
+        if shown is not None:
+            for value in spread(carried):  # `state` holding an LSTM's `(h, c)` carries both
+                if isinstance(value, Carried) and value.name is None:
+                    value.name = shown
+        env[name] = vals if carried == vals else carried  # (the same binding where nothing changed)
 
     def age(keys: dict[Key, E]) -> dict[Key, E]:
         """This iteration's tensors (and those of loops nested in this one)

@@ -89,6 +89,8 @@ class NodeStore:
         self.hooked = False  # a node has a `register_hook` function: backwards run it
         self.objects: dict[tuple, ObjectRef] = {}
         self.carried: dict[tuple, Carried] = {}
+        # (id of a tuple, loop) -> (the tuple, kept alive for its id; what it carries to)
+        self.carried_tuples: dict[tuple, tuple[TupleVal, TupleVal]] = {}
         self._loops: dict[tuple, Loop] = {}
         self.events: dict[tuple, BackwardEvent] = {}
         self.first_iterations: tuple[Loop, ...] = ()  # the loops whose first iteration is being run
@@ -282,7 +284,9 @@ class NodeStore:
         return event
 
     def carry(self, value: Value, loop: Loop) -> Value:
-        """`value` as seen from the next iteration of `loop`."""
+        """`value` as seen from the next iteration of `loop`: a tuple is
+        looked into once per loop (every pass of the loop carries it again),
+        and is itself when nothing in it was made in the loop."""
         if isinstance(value, AbstractNode) and loop in value.loops:
             key = (id(value), loop)
             stand_in = self.carried.get(key)
@@ -290,7 +294,13 @@ class NodeStore:
                 stand_in = self.carried[key] = Carried(value, loop)
             return stand_in
         if isinstance(value, TupleVal):
-            return tuple_of((frozenset(self.carry(v, loop) for v in item) for item in value.items), value.record)
+            key = (id(value), loop)
+            known = self.carried_tuples.get(key)
+            if known is None:
+                items = tuple(frozenset([self.carry(v, loop) for v in item]) for item in value.items)
+                same = all(new == old for new, old in zip(items, value.items))
+                known = self.carried_tuples[key] = (value, value if same else tuple_of(items, value.record))
+            return known[1]
         return value
 
     # ------------------------------------------------------- loop fixed points

@@ -850,6 +850,7 @@ def _entry_env(env: dict[str, Vals], fresh: Collection[str], own: Optional[str],
 _ABSTRACT_DECORATORS = frozenset(("abstractmethod", "abc.abstractmethod"))
 
 
+@per_analysis
 def _left_to_subclasses(fn: cst.FunctionDef) -> bool:
     """An abstract method (`@abstractmethod`, or a body of only a docstring,
     `...` and `raise NotImplementedError`): a subclass's override runs, so
