@@ -109,3 +109,30 @@ def test_a_read_inside_a_nested_loop_is_that_loops_own(monkeypatch):
     source = HEADER + ("    for epoch in range(3):\n        for x in xs:\n            y = (w @ x).tanh()\n"
                        "            loss = y.sum()\n            loss.backward()\n")
     assert _passes(source, monkeypatch) == [2, 2, 2]
+
+
+def test_what_a_loop_did_not_make_carries_to_itself_and_what_it_made_to_stand_ins():
+    """`store.carry` looks into a tuple once per loop, and a tuple (or a
+    binding) holding nothing the loop made stays the same object: a join at
+    the loop's head then sees it unchanged."""
+    from tapelint.analysis import state as lattice
+    from tapelint.analysis.model import AbstractNode, Carried, Tracked, tuple_of
+    from tapelint.ops import Saves
+
+    module = parse_module("for batch in loader:\n    pass\n")
+    store = NodeStore(module)
+    loop = store.loop(module.body[0], label="for")
+    before = AbstractNode(module.body[0], (), Tracked.YES, False, Saves.UNKNOWN, "exp")
+    inside = AbstractNode(module.body[0], (loop,), Tracked.YES, False, Saves.UNKNOWN, "exp")
+    old = tuple_of([frozenset({before}), frozenset({before})])
+    made = tuple_of([frozenset({before}), frozenset({inside})])
+    assert store.carry(old, loop) is old
+    carried = store.carry(made, loop)
+    assert carried is not made and carried.items[0] == frozenset({before})
+    [stand_in] = carried.items[1]
+    assert isinstance(stand_in, Carried) and stand_in.node is inside
+    assert store.carry(made, loop) is carried
+    start = lattice.State({"pair": frozenset({old}), "h": frozenset({made})}, {}, {})
+    after = lattice.carry(start, loop, store.carry)
+    assert after.env["pair"] is start.env["pair"]
+    assert after.env["h"] == frozenset({carried}) and stand_in.name == "h"
