@@ -95,11 +95,11 @@ def tapelint_command() -> list[str]:
     return [script] if os.path.exists(script) else [sys.executable, "-m", "tapelint"]
 
 
-def build_kind() -> str:
-    """Which build of tapelint `tapelint_command` runs: the analysis compiled
-    by mypyc (`TAPELINT_COMPILE=1`) or pure Python; the two differ by a
-    third of the CPU, so every figure says which it is."""
-    done = subprocess.run([sys.executable, "-c", "import tapelint.analysis.state as m; print(m.__file__)"],
+def build_kind(python: str = sys.executable) -> str:
+    """Which build of tapelint `python` runs (by default `tapelint_command`'s):
+    the analysis compiled by mypyc (`TAPELINT_COMPILE=1`) or pure Python; the
+    two differ by a third of the CPU, so every figure says which it is."""
+    done = subprocess.run([python, "-c", "import tapelint.analysis.state as m; print(m.__file__)"],
                           capture_output=True, text=True)
     if done.returncode != 0:
         return "unknown build (tapelint does not import)"
