@@ -121,15 +121,15 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
 
 def _quick_finds_nothing(source: str, path: str, settings: Settings, tree: ast.Module | None = None) -> bool:
     """The analysis of the file's quick tree finds no hazard: a tree built
-    from CPython's parse (`analysis.quick_tree`, a third of libcst's cost;
-    the parse is `tree` when given) of the file's thin text
-    (`analysis.thin`), or of its whole text when nothing would be left
-    out. Anything else (a hazard, syntax the quick
-    tree does not build, an analysis error) is left to the lint of the whole
-    text, which reports it from libcst's parse of the real text; a file
-    this process parsed whole already is linted whole, at no parse, and so
-    is an edit of one (the editor's next keystroke in a file that had a
-    finding): its parse is the touched statements' (`analysis.reparse`)."""
+    from CPython's parse (`tree` when given; `analysis.quick_tree`, a third
+    of libcst's cost) of the file's thin text (`analysis.thin`), or of its
+    whole text when nothing would be left out. Anything else (a hazard,
+    syntax the quick tree does not build, an analysis error) is left to the
+    lint of the whole text, which reports it from libcst's parse of the real
+    text; a file this process parsed whole already is linted whole, at no
+    parse, and so is an edit of one (the editor's next keystroke in a file
+    that had a finding): its parse is the touched statements'
+    (`analysis.reparse`)."""
     if PARSED.parsed_before(path):
         return False
     lines = source.count("\n") + 1
@@ -158,8 +158,9 @@ def _python_verdict(source: str, path: str, target: PythonVersion, want_tree: bo
                     ) -> tuple[ast.Module | None, _Refusal | None]:
     """CPython's refusal of `source` (None when it compiles) and, when
     `want_tree` and it compiles, its `ast` tree: parsed once, then compiled
-    from the tree, which is what the quick tree is built from (a third less
-    than parsing the text twice). Whatever the tree's compile raises is
+    from the tree, which is what the quick tree is built from (a quarter
+    less than parsing the text twice: 6.4 s against 8.5 s on diffusers,
+    detectron2 and Lightning). Whatever the tree's compile raises is
     judged again from the text, as `python prog.py` would see it."""
     if want_tree:
         try:
