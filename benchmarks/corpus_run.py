@@ -34,7 +34,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from bare_parse import count_lines
@@ -107,11 +108,31 @@ def build_kind(python: str = sys.executable) -> str:
     return "compiled (mypyc)" if compiled else "pure Python"
 
 
+def check_command(launcher: Sequence[str], semantics: str, jobs: int, paths: Sequence[str]) -> list[str]:
+    """`tapelint check` as every corpus measurement starts it (`launcher`: how
+    tapelint is started). Cold every time: a result cache left by an earlier
+    run (or by the other semantics) would time its lookups, not the analysis."""
+    return [*launcher, "check", "--no-cache", "--format", "json", "--semantics", semantics, "--jobs", str(jobs),
+            "--exclude", "*.ipynb", *paths]
+
+
+@contextmanager
+def file_listing(files: Sequence[str]) -> Iterator[str]:
+    """A temporary file naming `files`, one per line (`bare_parse.py --files-from`)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
+        listing.write("".join(f"{path}\n" for path in files))
+    try:
+        yield listing.name
+    finally:
+        os.unlink(listing.name)
+
+
+def bare_command(listing: str, jobs: int) -> list[str]:
+    return [sys.executable, os.path.join(HERE, "bare_parse.py"), "--jobs", str(jobs), "--files-from", listing]
+
+
 def lint(project: Project, semantics: str, jobs: int) -> tuple[Timed, list[Finding], list[str]]:
-    # Cold every time: a result cache left by an earlier run (or by the other
-    # semantics) would time its lookups, not the analysis.
-    command = [*tapelint_command(), "check", "--no-cache", "--format", "json", "--semantics", semantics]
-    run = timed([*command, "--jobs", str(jobs), "--exclude", "*.ipynb", project.path])
+    run = timed(check_command(tapelint_command(), semantics, jobs, [project.path]))
     try:  # exit 2 with a report: some file hit an internal error, the others were checked
         report = json.loads(run.stdout)
     except json.JSONDecodeError:
@@ -132,13 +153,8 @@ def lint(project: Project, semantics: str, jobs: int) -> tuple[Timed, list[Findi
 
 
 def bare(files: Sequence[str], jobs: int) -> Timed:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
-        listing.write("".join(f"{path}\n" for path in files))
-    try:
-        return timed([sys.executable, os.path.join(HERE, "bare_parse.py"), "--jobs", str(jobs),
-                      "--files-from", listing.name])
-    finally:
-        os.unlink(listing.name)
+    with file_listing(files) as listing:
+        return timed(bare_command(listing, jobs))
 
 
 def run_project(project: Project, jobs: int, with_bare: bool) -> ProjectRun:

@@ -21,19 +21,15 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 
 from corpus import corpus_dest, projects, python_files
-from corpus_run import build_kind, load
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from corpus_run import bare_command, build_kind, check_command, file_listing, load
 
 
 def tapelint(python: str, folders: Sequence[str]) -> list[str]:
-    return [python, "-m", "tapelint", "check", "--no-cache", "--format", "json", "--jobs", "1",
-            "--exclude", "*.ipynb", *folders]
+    return check_command([python, "-m", "tapelint"], "torch", 1, folders)
 
 
 def together(commands: Sequence[Sequence[str]]) -> list[tuple[float, float, int]]:
@@ -66,12 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.exit(f"error: projects not in the corpus at {dest} (run corpus.py)")
     folders = [p.path for p in chosen]
     mine = tapelint(sys.executable, folders)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
-        listing.write("".join(f"{path}\n" for folder in folders for path in python_files(folder)))
-    try:
+    with file_listing([path for folder in folders for path in python_files(folder)]) as listing:
         if args.bare:
-            theirs = [sys.executable, os.path.join(HERE, "bare_parse.py"), "--jobs", "1", "--files-from", listing.name]
-            label = "bare libcst parse"
+            theirs, label = bare_command(listing, 1), "bare libcst parse"
         else:
             theirs, label = tapelint(args.against, folders), f"{args.against}: tapelint {build_kind(args.against)}"
         print(f"this: {sys.executable}: tapelint {build_kind()}; other: {label}")
@@ -84,8 +77,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratios.append(cpu / other_cpu)
             print(f"round {round_}: this {cpu:6.1f} s CPU ({wall:5.1f} s wall), other {other_cpu:6.1f} s CPU"
                   f" ({other_wall:5.1f} s wall): {ratios[-1]:.2f}x CPU")
-    finally:
-        os.unlink(listing.name)
     print(f"CPU ratio this/other: {min(ratios):.2f}x to {max(ratios):.2f}x; load average after: {load()}")
     return 0
 

@@ -164,8 +164,7 @@ def _python_verdict(source: str, path: str, target: PythonVersion, want_tree: bo
     judged again from the text, as `python prog.py` would see it."""
     if want_tree:
         try:
-            with warnings.catch_warnings(), _python_recursion_limit():
-                warnings.simplefilter("ignore")  # invalid escapes etc. are not ours to print
+            with _as_python_compiles():
                 tree = python_tree(source)
                 compile(tree, path, "exec", dont_inherit=True)
             return tree, None
@@ -177,8 +176,7 @@ def _python_verdict(source: str, path: str, target: PythonVersion, want_tree: bo
 def _python_refusal(source: str, path: str, target: PythonVersion) -> _Refusal | None:
     """CPython's refusal to compile `source`; None when it compiles."""
     try:
-        with warnings.catch_warnings(), _python_recursion_limit():
-            warnings.simplefilter("ignore")  # invalid escapes etc. are not ours to print
+        with _as_python_compiles():
             compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
         diagnostic = ParseError.from_python_error(exc, source.splitlines(keepends=True), path)
@@ -200,8 +198,7 @@ def _newer_python_may_parse(source: str, error: SyntaxError) -> bool:
     if str(error.msg).startswith(_REFUSED_BY_EVERY_PYTHON):
         return False
     try:
-        with warnings.catch_warnings(), _python_recursion_limit():
-            warnings.simplefilter("ignore")
+        with _as_python_compiles():
             compile(source, "<tapelint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError:
         return True
@@ -216,11 +213,15 @@ def _reported(diagnostic: Diagnostic, settings: Settings) -> tuple[Diagnostic, .
 
 
 @contextmanager
-def _python_recursion_limit() -> Iterator[None]:
+def _as_python_compiles() -> Iterator[None]:
+    """Compile as `python prog.py` would: under its recursion limit, with
+    its warnings (invalid escapes etc.) silenced: not ours to print."""
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
     finally:
         sys.setrecursionlimit(previous)
 

@@ -76,9 +76,8 @@ def holds_seed(code: str, settings: Settings) -> bool:
     """Whether a part of a module (a def, a class, a method) holds what the
     analysis acts on by itself: a marker, or a loop that accumulates (its
     tracked value may come from elsewhere in the module: `analysis.thin`)."""
-    # (`_holds_marker(code) and _backward_marker(code)`, asked in the order that
-    # spares most parts, which hold no backward, the scan for tracked values)
-    if _backward_marker(code, settings) and ("#" not in code or _has_marker(_COMMENT_LINE.sub("", code), settings)):
+    # (a backward asked first: most parts hold none, and are spared the scan for tracked values)
+    if _backward_marker(code, settings) and _holds_marker(code, settings):
         return True
     if not any(m in code for m in _LOOPS):
         return False
