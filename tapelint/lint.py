@@ -47,7 +47,7 @@ from tapelint.analysis.thin import left_out, thin_source
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
 from tapelint.origins import Positions, positions_in, with_origins
 from tapelint.positions import StatementPositions
-from tapelint.precheck import may_hold_hazard
+from tapelint.precheck import may_hold_hazard, may_hold_hazard_in_tree
 from tapelint.rules import ALL_RULES
 from tapelint.rules.base import ReportContext
 from tapelint.rules.tl900_parse_error import ParseError
@@ -92,6 +92,8 @@ def _lint_source(source: str, path: str, settings: Settings, precheck: bool) -> 
     # the thin parse may pass over its syntax errors.
     judged_by_libcst = refusal is not None
     if not judged_by_libcst and not holds:
+        return FileResult(path, skipped=True)
+    if precheck and tree is not None and not may_hold_hazard_in_tree(source, tree, settings, path):
         return FileResult(path, skipped=True)
     if len(source) * PARSER_BYTES_PER_CHARACTER > settings.file_memory_mb * 2**20:
         limit = settings.file_memory_mb * 2**20 // PARSER_BYTES_PER_CHARACTER // 1024

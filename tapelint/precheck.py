@@ -19,19 +19,32 @@ tracked values to a module that loops and accumulates.)
 
 Only substring searches here (a regular expression is tried only once a
 substring matched): they cost a few milliseconds per megabyte.
+
+A second stage (`may_hold_hazard_in_tree`) judges a file the first kept, on
+the CPython tree its lint parses anyway: when no backward marker is in it or
+in any first-party module its analysis can reach (its imports, followed
+transitively), only TL003 in an evaluation loop is left, and that needs a
+total some loop there accumulates and only reports after the loop
+(`reported_totals`); with none, the file is skipped. A package in reach
+(`from . import x`, `import pkg`) keeps the file: the analysis reaches any of
+a package's submodules through an attribute (`pkg.sub.f`).
 `tests/test_precheck.py` proves on the fixtures and on the installed torch
 package that a skipped file never has a diagnostic.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Optional
 
 from tapelint.analysis import reads
-from tapelint.analysis.project import find_module, is_package, roots_for
+from tapelint.analysis.parsing import python_tree
+from tapelint.analysis.project import MAX_MODULE_CHARS, find_module, is_package, roots_for
+from tapelint.analysis.reported_totals import Totals, reports_a_total, statement_blocks, totals_of
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.files import SourceError, decode_source, read_bytes
 from tapelint.ops import PARAMETRIC_MODULES
@@ -239,3 +252,122 @@ def _tracks_by_construction(source: str) -> bool:
     if "requires_grad" in source and _REQUIRES_GRAD.search(source):
         return True
     return any(marker in source for marker in _TRACKING)
+
+
+# Modules the second stage follows from one file before it gives up (and keeps the file).
+MAX_REACHED = 64
+
+
+@dataclass(frozen=True)
+class _ModuleFacts:
+    """What the second stage needs of one imported module."""
+
+    keeps: bool  # a backward marker, or a text CPython cannot parse (libcst may): the file is kept
+    totals: Totals
+    imports: tuple[tuple[int, str], ...]  # (leading dots, module) of each import: what it binds
+
+
+_NO_TOTALS = Totals(frozenset(), frozenset())
+_KEEPS = _ModuleFacts(True, _NO_TOTALS, ())
+_NOT_LOADED = _ModuleFacts(False, _NO_TOTALS, ())  # unreadable or too large: the analysis never loads it
+# (path, mtime, size, names) -> (its facts, content digest)
+_FACTS: dict[tuple, tuple[_ModuleFacts, Optional[str]]] = {}
+
+
+def may_hold_hazard_in_tree(source: str, tree: ast.Module, settings: Settings, path: str) -> bool:
+    """The second stage, for a file the first kept (`tree`: its CPython
+    tree): false when neither it nor a module its analysis can reach holds a
+    backward marker, and no total accumulated there is only reported after a
+    loop there."""
+    if _backward_marker(source, settings) and ("#" not in source or _backward_marker(
+            _COMMENT_LINE.sub("", source), settings)):
+        return True
+    if path and os.path.basename(path) == "__init__.py":
+        return True  # a package: its submodules are in reach
+    totals: list[Totals] = []
+    pending = [(path, _import_specs(tree))] if path else []
+    reached = {os.path.abspath(path)} if path else set()
+    roots: dict[str, tuple[str, ...]] = {}
+    while pending:
+        importer, specs = pending.pop()
+        folder = os.path.dirname(os.path.abspath(importer))
+        if folder not in roots:
+            roots[folder] = roots_for(importer, settings.src, settings.project_root)
+        for level, dotted in specs:
+            found = find_module(level, dotted, importer, roots[folder])
+            if found is None:
+                continue
+            if is_package(found):
+                return True
+            found = os.path.abspath(found)
+            if found in reached:
+                continue
+            reached.add(found)
+            if len(reached) > MAX_REACHED:
+                return True
+            facts = _facts_of(found, settings)
+            if facts.keeps:
+                return True
+            totals.append(facts.totals)
+            pending.append((found, facts.imports))
+    try:
+        totals.append(totals_of(tree))  # (last: a backward in reach spares it)
+    except RecursionError:
+        return True
+    return reports_a_total(totals)
+
+
+def _import_specs(tree: ast.Module) -> tuple[tuple[int, str], ...]:
+    """The modules the imports of `tree` bind: `import a.b` binds `a`,
+    `import a.b as c` and `from a.b import c` name `a.b`."""
+    specs: list[tuple[int, str]] = []
+    for block in statement_blocks(tree):
+        for node in block:
+            if type(node) is ast.Import:
+                specs.extend((0, alias.name if alias.asname else alias.name.partition(".")[0]) for alias in node.names)
+            elif type(node) is ast.ImportFrom:
+                specs.append((node.level, node.module or ""))
+    return tuple(dict.fromkeys(specs))
+
+
+def _facts_of(path: str, settings: Settings) -> _ModuleFacts:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        reads.path_state(path)
+        return _NOT_LOADED
+    key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
+    found = _FACTS.get(key)
+    if found is None:
+        if len(_FACTS) > 4096:
+            _FACTS.clear()
+        found = _FACTS[key] = _read_facts(path, settings)
+    facts, digest = found
+    if digest is None:
+        reads.path_state(path)
+    else:
+        reads.note_content(path, digest)
+    return facts
+
+
+def _read_facts(path: str, settings: Settings) -> tuple[_ModuleFacts, Optional[str]]:
+    try:
+        data = read_bytes(path)
+    except SourceError:
+        return _NOT_LOADED, None
+    digest = reads.content_digest(data)
+    if len(data) > MAX_MODULE_CHARS * 4:
+        return _NOT_LOADED, digest  # (as `project.ModuleCache.module` judges it)
+    try:
+        text = decode_source(data)
+    except SourceError:
+        return _NOT_LOADED, digest
+    if len(text) > MAX_MODULE_CHARS:
+        return _NOT_LOADED, digest
+    if _backward_marker(_COMMENT_LINE.sub("", text), settings):
+        return _KEEPS, digest
+    try:
+        tree = python_tree(text)
+        return _ModuleFacts(False, totals_of(tree), _import_specs(tree)), digest
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _KEEPS, digest
