@@ -189,3 +189,22 @@ def test_a_module_too_large_to_load_is_not_followed(tmp_path):
     _write(tmp_path, {"trainer.py": big})
     code = "from trainer import train\nfor x in xs:\n    total += x\nresult = total\n"
     assert not _kept(tmp_path, code)
+
+
+def test_a_skip_rests_on_every_module_it_read(tmp_path):
+    """A skipped file's result is cached with what its verdict read: the
+    content of each module its imports reached, and each path looked up
+    (so the cache lints it again when a module there starts reporting its
+    total, or a missing one appears)."""
+    from tapelint.analysis import reads
+
+    _write(tmp_path, {"evaluation.py": EVALUATION.replace("print(total)", "return total") + "import helpers\n",
+                      "helpers.py": "SCALE = 2\n"})
+    code = "from evaluation import evaluate\nfrom missing import thing\nfor x in xs:\n    total += x\nresult = total\n"
+    with reads.recording() as facts:
+        assert not _kept(tmp_path, code)
+    for name in ("evaluation.py", "helpers.py"):
+        assert facts[str(tmp_path / name)] == reads.content_digest((tmp_path / name).read_bytes())
+    assert facts[str(tmp_path / "missing.py")] == reads.MISSING
+    (tmp_path / "helpers.py").write_text("def report(total):\n    for t in ts:\n        total += t\n    print(total)\n")
+    assert _kept(tmp_path, code)
