@@ -144,8 +144,11 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
 # the cost on a package whose `__init__.py` re-exports everything.
 MAX_FOLLOWED = 64
 _IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b([^\n#;]*)|import[ \t]+([\w.]+))", re.MULTILINE
+    r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*(?:\(([^)]*)\)|([^\n#;]*))|import[ \t]+([^\n#;]*))",
+    re.MULTILINE,
 )
+_AS = re.compile(r"\s+as\s+")
+_TRAILING_COMMENT = re.compile(r"#[^\n]*")
 # One import line: (leading dots, module, the names imported; None for a
 # plain `import x`, which re-exports nothing worth following).
 ImportSpec = tuple[int, str, Optional[tuple[str, ...]]]
@@ -153,11 +156,19 @@ ImportSpec = tuple[int, str, Optional[tuple[str, ...]]]
 
 def _imports_of(source: str) -> tuple[ImportSpec, ...]:
     specs: list[ImportSpec] = []
-    for dots, module, names, plain in _IMPORT_LINE.findall(source):
-        if plain:
-            specs.append((0, plain, None))
+    for dots, module, grouped, names, plain in _IMPORT_LINE.findall(source):
+        if plain:  # `import a.b, c as d`: `a.b` and the package `a` it binds, `c`
+            for item in plain.split(","):
+                parts = _AS.split(item.strip(), maxsplit=1)
+                dotted = parts[0]
+                if all(part.isidentifier() for part in dotted.split(".")):
+                    specs.append((0, dotted, None))
+                    if len(parts) == 1 and "." in dotted:
+                        specs.append((0, dotted.partition(".")[0], None))
             continue
-        listed = (n.split(" as ")[0].strip() for n in names.strip(" \t()\\").split(","))
+        # (a parenthesised list may run over lines, with comments)
+        text = _TRAILING_COMMENT.sub("", grouped) if grouped else names
+        listed = (_AS.split(n.strip())[0] for n in text.strip(" \t()\\").split(","))
         specs.append((len(dots), module, tuple(n for n in listed if n.isidentifier())))
     return tuple(specs)
 

@@ -193,3 +193,26 @@ def test_one_lint_asks_the_disk_each_question_once(tmp_path, monkeypatch):
     looked = [path for path in asked if path.startswith(str(tmp_path))]
     assert str(tmp_path / "helpers.py") in looked and len(looked) == len(set(looked))
     assert set(looked) <= set(facts)
+
+
+@pytest.mark.parametrize(
+    "init,script",
+    [
+        # a parenthesised import list over lines, with a comment: each name a submodule
+        ("from . import (\n    train,  # the loop\n)\n", "import torch\nimport pkg\npkg.train.run(m, xs, opt)\n"),
+        # several modules on one plain `import`
+        ("", "import os, pkg.train\npkg.train.run(m, xs, opt)\n"),
+        ("", "import os, pkg.train as t\nt.run(m, xs, opt)\n"),
+    ],
+)
+def test_every_spelling_of_an_import_is_followed(tmp_path, init, script):
+    """The training loop is in `pkg/train.py`; the script that calls it with
+    its model has no marker of its own. However its import is spelled, the
+    pre-check follows it there (a parenthesised list read as one line once
+    skipped such a script, and lost its TL001)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(init)
+    (tmp_path / "pkg" / "train.py").write_text(
+        "def run(model, xs, opt):\n    out = model(xs[0])\n    for x in xs:\n        out.sum().backward()\n"
+        "        opt.step()\n")
+    assert may_hold_hazard(script, Settings(project_root=str(tmp_path)), str(tmp_path / "main.py"))
