@@ -110,9 +110,11 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
     values (a model class) to this file's loop that accumulates, or holds a
     loop that accumulates what this file's tracked values make (an
     `evaluate(model, loader)` called with this file's model) — itself or
-    through the modules it re-exports (`from .a import *` in a package's
-    `__init__.py`, whose `a` re-exports the model of `models`), followed
-    transitively like the analysis resolves a name."""
+    through the modules it imports (`from .a import *` in a package's
+    `__init__.py`, whose `a` re-exports the model of `models`; `import b`
+    in a module whose function calls `b.run()`), followed transitively like
+    the analysis follows a name or a call. A package bound as a name, or
+    more modules than `MAX_FOLLOWED`, keep the file."""
     if "import" not in source:
         return False
     accumulates = _accumulates(source)
@@ -120,15 +122,17 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
     roots: dict[str, tuple[str, ...]] = {}
     pending = [_imported_files(_imports_of(source), path, settings, roots)]
     seen: set[str] = set()
-    while pending and len(seen) < MAX_FOLLOWED:
+    while pending:
         found = next(pending[-1], None)
         if found is None:
             pending.pop()
             continue
+        if found == _A_PACKAGE or len(seen) == MAX_FOLLOWED:
+            return True
         if found in seen:
             continue
         seen.add(found)
-        marked, tracks, accumulates_there, reexports = _markers_of(found, settings)
+        marked, tracks, accumulates_there, imports = _markers_of(found, settings)
         if marked or (tracks and accumulates):
             return True
         if accumulates_there:
@@ -136,12 +140,13 @@ def _imports_marker(source: str, path: str, settings: Settings) -> bool:
                 tracks_here = _tracks_by_construction(source)
             if tracks_here:
                 return True
-        pending.append(_imported_files(reexports, found, settings, roots))
+        pending.append(_imported_files(imports, found, settings, roots))
     return False
 
 
-# Modules looked into per file (its imports and what they re-export): bounds
-# the cost on a package whose `__init__.py` re-exports everything.
+# Modules looked into per file (its imports, theirs, ...): bounds the cost
+# on a package whose `__init__.py` re-exports everything; past it the file
+# is kept.
 MAX_FOLLOWED = 64
 _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*(?:\(([^)]*)\)|([^\n#;]*))|import[ \t]+([^\n#;]*))",
@@ -150,7 +155,7 @@ _IMPORT_LINE = re.compile(
 _AS = re.compile(r"\s+as\s+")
 _TRAILING_COMMENT = re.compile(r"#[^\n]*")
 # One import line: (leading dots, module, the names imported; None for a
-# plain `import x`, which re-exports nothing worth following).
+# plain `import x`).
 ImportSpec = tuple[int, str, Optional[tuple[str, ...]]]
 
 
@@ -191,23 +196,35 @@ def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Sett
         found = find_module(level, module, importer, roots)
         if found is None:
             continue
-        if names and is_package(found):
+        if is_package(found):
+            if names is None:  # `import pkg` binds the package: `pkg.train.run()` reaches any submodule
+                yield _A_PACKAGE
+                return
             for name in reversed(names):
                 sub = find_module(level, f"{module}.{name}" if module else name, importer, roots)
+                if sub is not None and is_package(sub):  # `from pkg import sub` binds a package too
+                    yield _A_PACKAGE
+                    return
                 if sub is not None and reads.is_file(sub):
                     yield sub
         if reads.is_file(found):
             yield found
 
 
-# (path, mtime, size, names) -> (holds a marker, tracks, accumulates, its `from` imports, content digest)
+# What `_imported_files` yields for a package an import binds as a name: the
+# analysis reaches each of its submodules through an attribute, so the
+# pre-check keeps the file (as its second stage does).
+_A_PACKAGE = "<a package>"
+
+
+# (path, mtime, size, names) -> (holds a marker, tracks, accumulates, its imports, content digest)
 _MARKERS: dict[tuple, tuple[bool, bool, bool, tuple[ImportSpec, ...], str]] = {}
 
 
 def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, bool, tuple[ImportSpec, ...]]:
     """Whether the module at `path` holds a marker, tracks by construction,
-    holds a loop that accumulates, and the `from` imports through which it
-    re-exports other modules' names."""
+    holds a loop that accumulates, and its imports (through which it
+    re-exports other modules' names and calls their functions)."""
     try:
         stat = os.stat(path)
     except OSError:
@@ -227,10 +244,10 @@ def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, bool, tuple[
             code = _COMMENT_LINE.sub("", decode_source(data))
             tracks, accumulates = _tracks_by_construction(code), _accumulates(code)
             marked = (tracks and accumulates) or _backward_marker(code, settings)  # `_has_marker`
-            reexports = tuple(spec for spec in _imports_of(code) if spec[2] is not None)
+            imports = _imports_of(code)
         except SourceError:
-            marked, tracks, accumulates, reexports = False, False, False, ()
-        found = _MARKERS[key] = (marked, tracks, accumulates, reexports, reads.content_digest(data))
+            marked, tracks, accumulates, imports = False, False, False, ()
+        found = _MARKERS[key] = (marked, tracks, accumulates, imports, reads.content_digest(data))
     reads.note_content(path, found[4])
     return found[0], found[1], found[2], found[3]
 

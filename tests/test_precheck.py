@@ -152,9 +152,13 @@ def test_re_exports_are_followed_transitively(tmp_path):
     (zoo / "registry.py").write_text("from .helpers import *\n")
     (zoo / "helpers.py").write_text("from .registry import *\nSCALE = 2\n")  # a cycle, too
     assert not may_hold_hazard(loop, settings, main)
-    # a plain `import` in a re-exported module is no re-export
-    (zoo / "registry.py").write_text("import zoo.convnets\n")
+    # a plain `import` of a module with no marker re-exports nothing that matters
+    (tmp_path / "constants.py").write_text("SCALE = 2\n")
+    (zoo / "registry.py").write_text("import os\nimport constants\n")
     assert not may_hold_hazard(loop, settings, main)
+    # but one that binds a package reaches every submodule by attribute (`zoo.convnets.Net`): kept
+    (zoo / "registry.py").write_text("import zoo.convnets\n")
+    assert may_hold_hazard(loop, settings, main)
 
 
 def test_imports_are_looked_up_only_as_far_as_the_verdict_needs(tmp_path):
@@ -203,6 +207,8 @@ def test_one_lint_asks_the_disk_each_question_once(tmp_path, monkeypatch):
         # several modules on one plain `import`
         ("", "import os, pkg.train\npkg.train.run(m, xs, opt)\n"),
         ("", "import os, pkg.train as t\nt.run(m, xs, opt)\n"),
+        # a package bound by a plain `import`, its submodule reached by attribute
+        ("", "import torch\nimport pkg\npkg.train.run(m, xs, opt)\n"),
     ],
 )
 def test_every_spelling_of_an_import_is_followed(tmp_path, init, script):
@@ -216,3 +222,38 @@ def test_every_spelling_of_an_import_is_followed(tmp_path, init, script):
         "def run(model, xs, opt):\n    out = model(xs[0])\n    for x in xs:\n        out.sum().backward()\n"
         "        opt.step()\n")
     assert may_hold_hazard(script, Settings(project_root=str(tmp_path)), str(tmp_path / "main.py"))
+
+
+def test_a_plain_import_in_an_imported_module_is_followed(tmp_path):
+    """`fit` of runner.py calls `loops.train` through `import loops`; the
+    script calling `fit` has no marker of its own and was once skipped (its
+    TL001 lost: `fixtures/projects/tl001_train_loop_behind_plain_import`)."""
+    (tmp_path / "loops.py").write_text(
+        "def train(model, x, opt):\n    out = model(x)\n    for _ in range(3):\n        out.sum().backward()\n")
+    (tmp_path / "runner.py").write_text("import loops\n\n\ndef fit(model, x, opt):\n    loops.train(model, x, opt)\n")
+    script = "from runner import fit\nfit(m, x, opt)\n"
+    assert may_hold_hazard(script, Settings(project_root=str(tmp_path)), str(tmp_path / "main.py"))
+    (tmp_path / "loops.py").write_text("def train(model, x, opt):\n    return model(x)\n")
+    assert not may_hold_hazard(script, Settings(project_root=str(tmp_path)), str(tmp_path / "main.py"))
+
+
+def test_a_subpackage_bound_by_a_from_import_keeps_the_file(tmp_path):
+    """`from pkg import sub` binds the package `sub`: `sub.train.run()` may
+    reach any of its submodules, so the file is kept."""
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    script = "from pkg import sub\nsub.train.run(m, xs, opt)\n"
+    assert may_hold_hazard(script, Settings(project_root=str(tmp_path)), str(tmp_path / "main.py"))
+
+
+def test_more_imported_modules_than_the_bound_keep_the_file(tmp_path):
+    """A chain of imports longer than `MAX_FOLLOWED`: the pre-check stops
+    following and keeps the file rather than guess that the rest is clean."""
+    from tapelint.precheck import MAX_FOLLOWED
+
+    for i in range(MAX_FOLLOWED + 1):
+        (tmp_path / f"m{i}.py").write_text(f"from m{i + 1} import f\n")
+    settings, main = Settings(project_root=str(tmp_path)), str(tmp_path / "main.py")
+    assert may_hold_hazard("from m0 import f\nf()\n", settings, main)
+    assert not may_hold_hazard(f"from m{MAX_FOLLOWED - 40} import f\nf()\n", settings, main)
