@@ -26,8 +26,9 @@ import runpy
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from types import FrameType, TracebackType
-from typing import Any, Callable
+from typing import Any
 
 SAMPLE_CAP = 20000
 TORCH_HEADROOM_MB = 8192  # PyTorch reserves address space far beyond what it uses

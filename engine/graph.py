@@ -26,8 +26,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 MAX_NODES = 300  # a large model's graph is cut, nearest the roots first
 

@@ -23,9 +23,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 SANDBOX = """\
 What the sandbox of `run` and `confirm` (and of their `--graph` recording)

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 from . import errors
 

@@ -40,9 +40,8 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from tapelint.diagnostics import Diagnostic, FileResult
 from tapelint.notebooks import cell_lines, is_notebook

@@ -127,9 +127,8 @@ def decode(kind: Any, value: Any) -> Any:
     raise TypeError(f"{value!r} is no {kind}")
 
 
-# `X | None` is a `types.UnionType` from Python 3.10 (on 3.9 `get_type_hints`
-# cannot read such annotations: every lookup is then a miss, never a wrong hit).
-_UNIONS = (Union, getattr(types, "UnionType", Union))
+# `Optional[X]` is a `Union`, `X | None` a `types.UnionType`.
+_UNIONS = (Union, types.UnionType)
 
 
 def _facts(value: Any) -> list[tuple[str, str]]:

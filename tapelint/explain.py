@@ -31,9 +31,8 @@ import re
 import sys
 import sysconfig
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from tapelint.config import ConfigError, Resolver
 from tapelint.diagnostics import Diagnostic, FileError, Role, Semantics

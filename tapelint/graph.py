@@ -27,9 +27,9 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from tapelint.diagnostics import Diagnostic, FileResult, Role
 

@@ -5,8 +5,9 @@ programs measure both."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import libcst as cst
 

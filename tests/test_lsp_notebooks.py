@@ -8,10 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-if sys.version_info < (3, 10):
-    pytest.skip("pytest-lsp needs Python 3.10+", allow_module_level=True)
-
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient

@@ -9,8 +9,8 @@ private generator its permutation comes from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 

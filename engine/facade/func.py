@@ -28,8 +28,8 @@ tape's consumption rule has no meaning inside one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,7 +4,8 @@ and decorators (with or without parentheses, as PyTorch accepts)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..tape import STATE
 

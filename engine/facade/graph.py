@@ -3,7 +3,8 @@ every tensor a forward saves for its backward."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import NotSupportedByEngine
 from ..tape import STATE, AccumulateGrad, Node  # noqa: F401 - torch.autograd.graph.Node

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import NotSupportedByEngine
 

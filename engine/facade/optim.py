@@ -6,7 +6,8 @@ kept across `optimizer.step()` into PyTorch's in-place error.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

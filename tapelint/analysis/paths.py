@@ -14,9 +14,9 @@ the guards built from them travel through joins and loop back edges.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import libcst as cst
 

@@ -29,9 +29,9 @@ import copy
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any, Callable, Optional, Union, cast
+from typing import Any, Optional, Union, cast
 
 import libcst as cst
 

@@ -16,9 +16,9 @@ another path, the walk of another path's backward.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Optional, TypeVar
+from typing import Optional, TypeVar
 
 from tapelint.analysis.model import (
     OPAQUE,

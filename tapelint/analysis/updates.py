@@ -19,9 +19,8 @@ generator, with no error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
-from typing import Callable
 
 import libcst as cst
 

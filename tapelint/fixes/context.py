@@ -4,9 +4,10 @@ module's names (`analysis.names`), indexed once per file."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Optional
+from typing import Optional
 
 import libcst as cst
 

@@ -10,8 +10,8 @@ suggestion, so what `--fix` applies is exactly what was checked here.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Optional, TypeVar
 
 import libcst as cst
 

@@ -6,8 +6,9 @@ register by name in `tapelint.reporters.REPORTERS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, TextIO
+from typing import TextIO
 
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Semantics
 

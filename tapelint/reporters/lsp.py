@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from tapelint.diagnostics import Diagnostic, FileError, Fix, Position, Range, Safety, Severity, split_lines
 from tapelint.reporters.base import Report, ReportOptions

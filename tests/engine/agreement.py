@@ -3,8 +3,8 @@ the engine from the same random arrays; values and gradients agree at rtol 1e-4.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -8,7 +8,7 @@ count of compared entries may not shrink below what it is today."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from op_builders import MODULE_CASES, function_builders, module_second_backward_fails, second_backward_fails
 from tapelint import ops

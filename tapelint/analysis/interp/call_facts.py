@@ -17,9 +17,9 @@ else stay on their side of the call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import libcst as cst
 

@@ -4,7 +4,8 @@ values), one function per node type in the `EVAL` table, keyed by exact type
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 

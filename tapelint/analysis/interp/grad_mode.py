@@ -13,7 +13,8 @@ keeps gradients on, as before.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import libcst as cst
 
