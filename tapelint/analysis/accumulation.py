@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from tapelint.analysis import hazards
+from tapelint.analysis import cst_nodes, hazards
 from tapelint.analysis.children import children_of
 from tapelint.analysis.findings import AccumulationHazard
 from tapelint.analysis.imports import dotted_name
@@ -135,7 +135,7 @@ class Accumulations:
         if made in the loop itself."""
         if not value.loops or any(loop in value.loops for loop in acc.loops):
             return False
-        return any(type(e) is cst.FunctionDef and self._is_generator(e) for e in value.context)
+        return any(type(e) is cst_nodes.FunctionDef and self._is_generator(e) for e in value.context)
 
     def _is_generator(self, function: cst.FunctionDef) -> bool:
         """Does `function` itself yield (not a def or lambda nested in it)?"""
@@ -157,9 +157,9 @@ def _yields(body: cst.CSTNode) -> bool:
     stack = [body]
     while stack:
         node = stack.pop()
-        if type(node) is cst.Yield:
+        if type(node) is cst_nodes.Yield:
             return True
-        if type(node) not in (cst.FunctionDef, cst.Lambda):
+        if type(node) not in (cst_nodes.FunctionDef, cst_nodes.Lambda):
             stack.extend(children_of(node))
     return False
 
@@ -224,9 +224,9 @@ def _an_unpacked_sibling(value: AbstractNode, acc: Accumulation) -> bool:
 
 def _added_spelling(statement: cst.CSTNode) -> Optional[str]:
     """What `total += x` or `history.append(x)` adds, as written (`x`)."""
-    if type(statement) is cst.AugAssign:
+    if type(statement) is cst_nodes.AugAssign:
         return _spelled(statement.value)
-    if type(statement) is cst.Call and statement.args:
+    if type(statement) is cst_nodes.Call and statement.args:
         return _spelled(statement.args[0].value)
     return None
 
@@ -244,9 +244,9 @@ def _added_name(statement: cst.CSTNode, value: AbstractNode, store: StoreView) -
 def _spelled(expr: cst.BaseExpression) -> Optional[str]:
     """`loss`, `out.loss`, `losses[name]`, `losses["total"]` as written; None
     for anything longer."""
-    if type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
+    if type(expr) is cst_nodes.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst_nodes.Index:
         base, index = dotted_name(expr.value), expr.slice[0].slice.value
-        if base is not None and type(index) in (cst.Name, cst.SimpleString, cst.Integer):
+        if base is not None and type(index) in (cst_nodes.Name, cst_nodes.SimpleString, cst_nodes.Integer):
             return f"{base}[{index.value}]"  # type: ignore[attr-defined]
         return None
     return dotted_name(expr)

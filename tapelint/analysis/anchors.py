@@ -17,6 +17,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.findings import AccumulationHazard, Hazard, HazardKind
 from tapelint.analysis.model import BackwardEvent, Loop, StepEvent
@@ -86,18 +87,18 @@ class _Placer:
         this module made before it."""
         inside, last = True, None
         for element in chain:
-            if type(element) is cst.FunctionDef:
+            if type(element) is cst_nodes.FunctionDef:
                 inside = self.root.home_of(element) is self.root
                 if not inside:
                     yield last, element
-            elif inside and type(element) is cst.Call:
+            elif inside and type(element) is cst_nodes.Call:
                 last = element
 
     def _foreign(self, node: cst.CSTNode) -> Optional[tuple[Optional[cst.Call], cst.FunctionDef]]:
         """None when `node` is in this module; else our call it ran under and
         the other module's function it is in."""
         for chain in self.chains.get(node, ()):
-            functions = [e for e in chain if type(e) is cst.FunctionDef]
+            functions = [e for e in chain if type(e) is cst_nodes.FunctionDef]
             if functions and self.root.home_of(functions[-1]) is not self.root:
                 crossings = list(self._crossings(chain))
                 return crossings[-1] if crossings else (None, functions[-1])
@@ -129,7 +130,7 @@ class _Placer:
                 changes[f.name] = tuple(moved_all)
         # (not a base class an inherited backward was placed at: a definition goes to a call)
         fallback = next((e.call for e in changes.values()
-                         if isinstance(e, BackwardEvent) and type(e.call) is cst.Call), None)
+                         if isinstance(e, BackwardEvent) and type(e.call) is cst_nodes.Call), None)
         for f in fields(hazard):
             value = getattr(hazard, f.name)
             if f.name in events or f.name in changes or not isinstance(value, (cst.CSTNode, Loop)):
@@ -182,7 +183,7 @@ class _Placer:
     def _named_in(self, value: str, fn: cst.FunctionDef) -> bool:
         names = self.names.get(fn)
         if names is None:
-            names = self.names[fn] = {n.value for n in walk_nodes(fn) if type(n) is cst.Name}
+            names = self.names[fn] = {n.value for n in walk_nodes(fn) if type(n) is cst_nodes.Name}
         return value.split(".")[0] in names
 
     def _event(self, event: Event, name: str, origins: list[Origin], inherited: bool) -> Optional[Event]:

@@ -19,6 +19,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.anchors import Located
 from tapelint.analysis.findings import AccumulationHazard, CarriedHazard, Hazard, HoistedHazard, SharedHazard
 from tapelint.analysis.imports import dotted_name
@@ -55,7 +56,7 @@ def with_shapes(found: Sequence[Located], seen: Mapping[cst.CSTNode, ValueShape]
         elif isinstance(hazard, AccumulationHazard):
             hazard = _with_value_shape(hazard, shapes)
         elif isinstance(hazard, SharedHazard):
-            sample = shapes.of(cst.Name(hazard.value)) if hazard.value.isidentifier() else ValueShape.OTHER
+            sample = shapes.of(cst_nodes.Name(hazard.value)) if hazard.value.isidentifier() else ValueShape.OTHER
             if not shapes.of(hazard.definition).tensor:
                 sample = ValueShape.OTHER
             hazard = replace(hazard, sample_shape=sample)

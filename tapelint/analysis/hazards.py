@@ -16,6 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.findings import (
     AccumulationHazard,
     CarriedHazard,
@@ -286,7 +287,7 @@ class HazardLog:
             return None
         target = statement.targets[0].target
         bound = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-        held = [v for t in bound if type(t) is cst.Name for v in state.env.get(t.value, ())]
+        held = [v for t in bound if type(t) is cst_nodes.Name for v in state.env.get(t.value, ())]
         return call if any(v is node or (isinstance(v, TupleVal) and any(node in item for item in v.items))
                            for v in held) else None
 
@@ -414,7 +415,7 @@ def _walked_again_later(hazard: SharedHazard | RepeatedHazard, hosted: ReuseHaza
 def _exclusive_arms(loop: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:
     """Do `first` and `second` sit in different arms of one `if` inside `loop`?"""
     for node in walk_nodes(loop):
-        if type(node) is cst.If and node.orelse is not None:
+        if type(node) is cst_nodes.If and node.orelse is not None:
             arms = (node.body, node.orelse)
             if any(_inside(first, a) and _inside(second, b) for a, b in (arms, arms[::-1])):
                 return True
@@ -437,7 +438,7 @@ def one_per_total(found: Iterable[AccumulationHazard]) -> list[AccumulationHazar
 
 
 def _source(node: cst.CSTNode) -> str:
-    return cst.Module(body=()).code_for_node(node)
+    return cst_nodes.Module(body=()).code_for_node(node)
 
 
 def _shared_prefix(first: tuple, second: tuple) -> tuple:
@@ -453,6 +454,6 @@ def _call_in(scope: tuple, context: tuple) -> Optional[cst.Call]:
     `context` ran (`self._update(opt, loss)` for its `opt.step()`); None when
     it runs in `scope` itself, or outside it."""
     depth = len(scope)
-    if context[:depth] == scope and len(context) > depth and type(context[depth]) is cst.Call:
+    if context[:depth] == scope and len(context) > depth and type(context[depth]) is cst_nodes.Call:
         return context[depth]
     return None

@@ -12,6 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.syntax import walk_statements
 
 # Array frameworks with an autograd of their own, not PyTorch's.
@@ -22,10 +23,10 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` as a string, or None for anything that is not a plain chain."""
     parts: list[str] = []
     # Exact types: libcst's ABC-based isinstance is measurably slow on this hot path.
-    while type(node) is cst.Attribute:
+    while type(node) is cst_nodes.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if type(node) is not cst.Name:
+    if type(node) is not cst_nodes.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -46,9 +47,9 @@ class ImportMap:
     def of(cls, module: cst.Module) -> ImportMap:
         imports = cls()
         for stmt in walk_statements(module.body):
-            if isinstance(stmt, cst.Import):
+            if type(stmt) is cst_nodes.Import:
                 imports._add_import(stmt)
-            elif isinstance(stmt, cst.ImportFrom):
+            elif type(stmt) is cst_nodes.ImportFrom:
                 imports._add_import_from(stmt)
         return imports
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional, Union
+from typing import Final, Optional, Union
 
 import libcst as cst
 
@@ -75,7 +75,7 @@ class Clock:
             return self.now
 
 
-CLOCK = Clock()
+CLOCK: Final = Clock()
 
 
 @dataclass(eq=False)
@@ -156,7 +156,7 @@ GraphValue = Union[AbstractNode, Carried]
 
 # A value whose provenance is unknown (a function parameter, an unresolved
 # name): possibly a tensor, possibly tracked. A leaf, so never itself reported.
-OPAQUE = AbstractNode(
+OPAQUE: Final = AbstractNode(
     site=cst.Name("opaque"), loops=(), tracked=Tracked.UNKNOWN, leaf=True, saves=Saves.UNKNOWN, op="<opaque>"
 )
 

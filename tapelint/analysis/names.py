@@ -17,6 +17,7 @@ from typing import Optional, TypeVar
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.children import children_of
 from tapelint.analysis.syntax import walk_nodes
 
@@ -46,13 +47,13 @@ class ModuleNames:
         reads: dict[str, list[cst.Name]] = {}
         attributes: dict[str, list[cst.Attribute]] = {}
         for node, parent in self.parents.items():
-            if type(node) is cst.Name:
-                if type(parent) is cst.Attribute and parent.attr is node:
+            if type(node) is cst_nodes.Name:
+                if type(parent) is cst_nodes.Attribute and parent.attr is node:
                     continue  # `x.name`: an attribute name, not a use of `name`
-                if type(parent) is cst.Arg and parent.keyword is node:
+                if type(parent) is cst_nodes.Arg and parent.keyword is node:
                     continue  # `f(name=...)`: a keyword
                 reads.setdefault(node.value, []).append(node)
-            elif type(node) is cst.Attribute:
+            elif type(node) is cst_nodes.Attribute:
                 attributes.setdefault(node.attr.value, []).append(node)
         return reads, attributes
 
@@ -71,11 +72,11 @@ class ModuleNames:
         `criterion = nn.MSELoss()` and `self.criterion = ...` both give `criterion`."""
         found = []
         for node in self.parents:
-            if type(node) is cst.Assign and len(node.targets) == 1:
+            if type(node) is cst_nodes.Assign and len(node.targets) == 1:
                 target = node.targets[0].target
-                if type(target) is cst.Name:
+                if type(target) is cst_nodes.Name:
                     found.append((target.value, node.value))
-                elif type(target) is cst.Attribute:
+                elif type(target) is cst_nodes.Attribute:
                     found.append((target.attr.value, node.value))
         return found
 
@@ -100,9 +101,9 @@ class ModuleNames:
     def is_binding(self, node: cst.CSTNode) -> bool:
         """Is `node` (re)bound, accumulated into or deleted here rather than read?"""
         parent = self.parents.get(node)
-        if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        if type(parent) is cst_nodes.AssignTarget or type(parent) is cst_nodes.Del:
             return True
-        return isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node
+        return (type(parent) is cst_nodes.AugAssign or type(parent) is cst_nodes.AnnAssign) and parent.target is node
 
     def used_outside(self, names: Iterable[str], inside: tuple[cst.CSTNode, ...]) -> bool:
         """Is any of `names` mentioned in the module outside the `inside` subtrees?"""
@@ -142,11 +143,11 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
 def target_names(target: cst.CSTNode) -> set[str]:
     """The names an assignment target binds (`a`, `a, (b, *c)`)."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst_nodes.Name:
         return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) is cst_nodes.Tuple or type(target) is cst_nodes.List:
         return set().union(*(target_names(element.value) for element in target.elements))
-    if isinstance(target, cst.StarredElement):
+    if type(target) is cst_nodes.StarredElement:
         return target_names(target.value)
     return set()
 
@@ -173,11 +174,11 @@ def binding_counts(node: cst.CSTNode) -> Counter[str]:
         field = _BINDING_FIELDS.get(type(inner))
         if field is not None:
             counts.update(target_names(getattr(inner, field)))
-        elif isinstance(inner, (cst.FunctionDef, cst.ClassDef)):
+        elif type(inner) is cst_nodes.FunctionDef or type(inner) is cst_nodes.ClassDef:
             counts[inner.name.value] += 1
-        elif isinstance(inner, cst.Global):
+        elif type(inner) is cst_nodes.Global:
             counts.update(item.name.value for item in inner.names)
-        elif isinstance(inner, (cst.Import, cst.ImportFrom)):
+        elif type(inner) is cst_nodes.Import or type(inner) is cst_nodes.ImportFrom:
             if isinstance(inner.names, cst.ImportStar):
                 counts["*"] += 1
             else:  # (an alias with `as` is an `AsName`, counted above)

@@ -25,6 +25,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.program import ClassInfo, Program
 from tapelint.analysis.syntax import per_analysis, self_assignments, walk_nodes, walk_statements
 
@@ -32,7 +33,7 @@ from tapelint.analysis.syntax import per_analysis, self_assignments, walk_nodes,
 def unchanged_inherited(program: Program, info: ClassInfo) -> frozenset[cst.FunctionDef]:
     """The methods of `info` inherited from another module's class that the
     class's own code cannot change (see the module's docstring)."""
-    own = {s.name.value: s for s in info.node.body.body if type(s) is cst.FunctionDef}
+    own = {s.name.value: s for s in info.node.body.body if type(s) is cst_nodes.FunctionDef}
     foreign = {name: fn for name, fn in info.methods.items()
                if name not in own and name != "__init__" and program.home_of(fn) is not program}
     if not foreign or info.node.decorators or info.node.keywords:
@@ -101,9 +102,9 @@ def self_uses(fn: cst.FunctionDef) -> Optional[frozenset[str]]:
     as_value = 0
     total = 0
     for node in walk_nodes(fn.body):
-        if type(node) is cst.Name and node.value == me:
+        if type(node) is cst_nodes.Name and node.value == me:
             total += 1
-        elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == me:
+        elif type(node) is cst_nodes.Attribute and type(node.value) is cst_nodes.Name and node.value.value == me:
             as_value += 1
             names.add(node.attr.value)
     return frozenset(names) if total == as_value else None
@@ -123,10 +124,10 @@ def _class_level_names(node: cst.ClassDef) -> set[str]:
     """What the class body binds besides methods: class attributes, nested classes."""
     names: set[str] = set()
     for stmt in walk_statements(node.body.body, into_definitions=False):
-        if type(stmt) is cst.ClassDef:
+        if type(stmt) is cst_nodes.ClassDef:
             names.add(stmt.name.value)
-        elif type(stmt) is cst.Assign:
-            names |= {n.value for t in stmt.targets for n in walk_nodes(t.target) if type(n) is cst.Name}
-        elif type(stmt) in (cst.AnnAssign, cst.AugAssign):
-            names |= {n.value for n in walk_nodes(stmt.target) if type(n) is cst.Name}  # type: ignore[attr-defined]
+        elif type(stmt) is cst_nodes.Assign:
+            names |= {n.value for t in stmt.targets for n in walk_nodes(t.target) if type(n) is cst_nodes.Name}
+        elif type(stmt) in (cst_nodes.AnnAssign, cst_nodes.AugAssign):
+            names |= {n.value for n in walk_nodes(stmt.target) if type(n) is cst_nodes.Name}  # type: ignore[attr-defined]
     return names

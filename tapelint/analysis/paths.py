@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Final, Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.syntax import string_text
 
@@ -50,7 +51,7 @@ class Fact:
 
 
 Facts = frozenset  # frozenset[Fact]
-NO_FACTS: Facts = frozenset()
+NO_FACTS: Final[Facts] = frozenset()
 
 
 def contradicts(a: Fact, b: Fact) -> bool:
@@ -83,45 +84,45 @@ def known_string(facts: Facts, key: str) -> Optional[str]:
 
 def literal_text(expr: cst.BaseExpression) -> Optional[str]:
     """The source text of a literal a fact may compare with, else None."""
-    if type(expr) is cst.Name and expr.value in ("None", "True", "False"):
+    if type(expr) is cst_nodes.Name and expr.value in ("None", "True", "False"):
         return expr.value
-    if type(expr) in (cst.Integer, cst.Float, cst.SimpleString):
+    if type(expr) in (cst_nodes.Integer, cst_nodes.Float, cst_nodes.SimpleString):
         return expr.value  # type: ignore[attr-defined]
     return None
 
 
 def _atom(test: cst.BaseExpression, key_of: Callable[[str], Optional[str]]) -> Optional[Fact]:
     """The fact `test` states when it is true, if it is a condition on a stable expression."""
-    if type(test) in (cst.Name, cst.Attribute):
+    if type(test) in (cst_nodes.Name, cst_nodes.Attribute):
         name = dotted_name(test)
         key = key_of(name) if name is not None and name not in ("True", "False", "None") else None
         return Fact(key, None, True) if key is not None else None
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+    if type(test) is not cst_nodes.Comparison or len(test.comparisons) != 1:
         return None
     target = test.comparisons[0]
     operator = type(target.operator)
-    if operator not in (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot):
+    if operator not in (cst_nodes.Equal, cst_nodes.NotEqual, cst_nodes.Is, cst_nodes.IsNot):
         return None
     left, right = test.left, target.comparator
     literal = literal_text(right)
     if literal is None:
         left, right, literal = right, left, literal_text(left)
-    if literal is None or type(left) not in (cst.Name, cst.Attribute):
+    if literal is None or type(left) not in (cst_nodes.Name, cst_nodes.Attribute):
         return None
     name = dotted_name(left)
     key = key_of(name) if name is not None else None
     if key is None:
         return None
-    return Fact(key, literal, operator in (cst.Equal, cst.Is))
+    return Fact(key, literal, operator in (cst_nodes.Equal, cst_nodes.Is))
 
 
 def assumed(test: cst.BaseExpression, truth: bool, key_of: Callable[[str], Optional[str]]) -> Facts:
     """The facts a path knows once `test` was `truth` on it: a conjunction's
     parts when it is true, a disjunction's negated parts when it is false."""
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+    if type(test) is cst_nodes.UnaryOperation and type(test.operator) is cst_nodes.Not:
         return assumed(test.expression, not truth, key_of)
-    if type(test) is cst.BooleanOperation:
-        if (type(test.operator) is cst.And) == truth:
+    if type(test) is cst_nodes.BooleanOperation:
+        if (type(test.operator) is cst_nodes.And) == truth:
             return assumed(test.left, truth, key_of) | assumed(test.right, truth, key_of)
         return NO_FACTS
     atom = _atom(test, key_of)
@@ -134,12 +135,12 @@ def decide(test: cst.BaseExpression, facts: Facts, key_of: Callable[[str], Optio
     """What `test` is on a path with `facts`: True, False, or None (not known)."""
     if not facts:
         return None
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+    if type(test) is cst_nodes.UnaryOperation and type(test.operator) is cst_nodes.Not:
         inner = decide(test.expression, facts, key_of)
         return None if inner is None else not inner
-    if type(test) is cst.BooleanOperation:
+    if type(test) is cst_nodes.BooleanOperation:
         left, right = decide(test.left, facts, key_of), decide(test.right, facts, key_of)
-        if type(test.operator) is cst.And:
+        if type(test.operator) is cst_nodes.And:
             return False if False in (left, right) else True if left is right is True else None
         return True if True in (left, right) else False if left is right is False else None
     atom = _atom(test, key_of)

@@ -13,7 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import torch_api
+from tapelint.analysis import cst_nodes, torch_api
 from tapelint.analysis.imports import ImportMap, dotted_name
 from tapelint.analysis.project import CACHE, Found, ModuleCache, ModuleSummary, Project
 from tapelint.analysis.state import Vals
@@ -56,10 +56,10 @@ class Program:
             project.add(path, program)  # before its classes: an import cycle back here sees what is defined so far
         homes = project.homes if project is not None else {}
         for stmt in module.body:
-            if type(stmt) is cst.FunctionDef:
+            if type(stmt) is cst_nodes.FunctionDef:
                 program.functions[stmt.name.value] = stmt
                 homes[stmt] = program
-            elif type(stmt) is cst.ClassDef:
+            elif type(stmt) is cst_nodes.ClassDef:
                 info = program.classes[stmt.name.value] = program._class_info(stmt)
                 homes[stmt] = program
                 for method in info.methods.values():
@@ -92,7 +92,7 @@ class Program:
 
     def foreign_class(self, dotted: str) -> Optional[ClassInfo]:
         found = self.definition(dotted)
-        if found is None or type(found.node) is not cst.ClassDef:
+        if found is None or type(found.node) is not cst_nodes.ClassDef:
             return None
         return self.class_info(found.node)
 
@@ -113,7 +113,7 @@ class Program:
 
     def _class_info(self, node: cst.ClassDef) -> ClassInfo:
         methods = {**self.inherited_methods(node),
-                   **{s.name.value: s for s in node.body.body if type(s) is cst.FunctionDef}}
+                   **{s.name.value: s for s in node.body.body if type(s) is cst_nodes.FunctionDef}}
         is_module = any(self._is_module_base(base.value) for base in node.bases)
         parametric = is_module and self._creates_parameters(node)
         return ClassInfo(node, methods, is_module, parametric)
@@ -153,8 +153,9 @@ class Program:
         parametric = set(ops.PARAMETRIC_MODULES) | {"Parameter"}
         parametric |= {name for name, info in self.classes.items() if info.parametric}
         for stmt in walk_statements(node.body.body):
-            value = getattr(stmt, "value", None) if type(stmt) in (cst.Assign, cst.AnnAssign, cst.Expr) else None
-            if type(value) is cst.Call:
+            statement = type(stmt) in (cst_nodes.Assign, cst_nodes.AnnAssign, cst_nodes.Expr)
+            value = getattr(stmt, "value", None) if statement else None
+            if type(value) is cst_nodes.Call:
                 callee = dotted_name(value.func) or ""
                 if callee.split(".")[-1] in parametric:
                     return True
@@ -169,7 +170,7 @@ class Program:
         """Decorated with `@torch.no_grad()` / `@torch.inference_mode()`."""
         for decorator in fn.decorators:
             expr = decorator.decorator
-            func = expr.func if type(expr) is cst.Call else expr
+            func = expr.func if type(expr) is cst_nodes.Call else expr
             name = dotted_name(func)
             if name is not None and self.imports.resolve(name) in torch_api.NO_GRAD_CONTEXTS:
                 return True

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
-from tapelint.analysis import quick_tree, reads
+from tapelint.analysis import cst_nodes, quick_tree, reads
 from tapelint.analysis.imports import ImportMap, dotted_name
 from tapelint.analysis.parsing import parse_module
 from tapelint.analysis.reparse import Layout, reparse
@@ -191,23 +191,23 @@ def summarise(module: cst.Module, path: str, roots: Sequence[str]) -> ModuleSumm
     imports: dict[str, ImportTarget] = {}
     stars: list[str] = []
     for stmt in walk_statements(module.body):
-        if type(stmt) is cst.Import:
+        if type(stmt) is cst_nodes.Import:
             _add_import(stmt, roots, imports)
-        elif type(stmt) is cst.ImportFrom:
+        elif type(stmt) is cst_nodes.ImportFrom:
             _add_import_from(stmt, path, roots, imports, stars)
     functions, classes, aliases = [], [], []
     exported: Optional[tuple[str, ...]] = None
     for stmt in module.body:
-        if type(stmt) is cst.FunctionDef:
+        if type(stmt) is cst_nodes.FunctionDef:
             functions.append(stmt.name.value)
-        elif type(stmt) is cst.ClassDef:
+        elif type(stmt) is cst_nodes.ClassDef:
             classes.append(stmt.name.value)
-        elif type(stmt) is cst.SimpleStatementLine:
+        elif type(stmt) is cst_nodes.SimpleStatementLine:
             for small in stmt.body:
-                if type(small) is not cst.Assign or len(small.targets) != 1:
+                if type(small) is not cst_nodes.Assign or len(small.targets) != 1:
                     continue
                 target = small.targets[0].target
-                if type(target) is not cst.Name:
+                if type(target) is not cst_nodes.Name:
                     continue
                 if target.value == "__all__":
                     exported = _literal_names(small.value)
@@ -220,7 +220,7 @@ def summarise(module: cst.Module, path: str, roots: Sequence[str]) -> ModuleSumm
 def _add_import(stmt: cst.Import, roots: Sequence[str], imports: dict[str, ImportTarget]) -> None:
     for alias in stmt.names:
         full = dotted_name(alias.name) or ""
-        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+        if alias.asname is not None and type(alias.asname.name) is cst_nodes.Name:
             found = find_absolute(full, roots)
             if found is not None:
                 imports[alias.asname.name.value] = ImportTarget(found)
@@ -244,17 +244,17 @@ def _add_import_from(stmt: cst.ImportFrom, path: str, roots: Sequence[str], impo
     for alias in stmt.names:
         name = dotted_name(alias.name) or ""
         local = name
-        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+        if alias.asname is not None and type(alias.asname.name) is cst_nodes.Name:
             local = alias.asname.name.value
         imports[local] = ImportTarget(found, name)
 
 
 def _literal_names(expr: cst.BaseExpression) -> Optional[tuple[str, ...]]:
-    if type(expr) not in (cst.List, cst.Tuple):
+    if type(expr) not in (cst_nodes.List, cst_nodes.Tuple):
         return None
     names: list[str] = []
     for element in expr.elements:  # type: ignore[attr-defined]
-        if type(element.value) is not cst.SimpleString:
+        if type(element.value) is not cst_nodes.SimpleString:
             return None
         value = element.value.evaluated_value
         if not isinstance(value, str):  # a bytes literal names nothing
@@ -433,7 +433,7 @@ class ModuleCache:
     def _parse(self, text: str) -> Optional[cst.Module]:
         try:
             return self.parse(text)
-        except (cst.ParserSyntaxError, RecursionError, ValueError):
+        except (cst_nodes.ParserSyntaxError, RecursionError, ValueError):
             return None
 
 

@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from tapelint.analysis import torch_api
+from tapelint.analysis import cst_nodes, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.frame import Frame
 from tapelint.analysis.interp.torch_calls import walk_returned
@@ -74,7 +74,7 @@ def _optimizes_manually(info: ClassInfo) -> bool:
     """Does a method of the class switch Lightning's automatic optimization off?"""
     for method in info.methods.values():
         for stmt in walk_statements(method.body.body):
-            if type(stmt) is cst.Assign and literal_bool(stmt.value) is False and any(
+            if type(stmt) is cst_nodes.Assign and literal_bool(stmt.value) is False and any(
                     dotted_name(t.target) == torch_api.MANUAL_OPTIMIZATION_FLAG for t in stmt.targets):
                 return True
     return False
@@ -86,7 +86,7 @@ class HookFrame(Frame):
 
     def exec_block(self, body: Sequence[cst.CSTNode], state: State) -> State:
         hook = self.scope
-        if type(hook) is not cst.FunctionDef or body is not hook.body.body:
+        if type(hook) is not cst_nodes.FunctionDef or body is not hook.body.body:
             return super().exec_block(body, state)
         exits, returns = len(self.exits), len(self.returns)
         end = super().exec_block(body, state)
@@ -119,6 +119,6 @@ def _last_return(fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
     framework's backward is reported."""
     site: Optional[cst.BaseExpression] = None
     for stmt in walk_statements(fn.body.body, into_definitions=False):
-        if type(stmt) is cst.Return and stmt.value is not None:
+        if type(stmt) is cst_nodes.Return and stmt.value is not None:
             site = stmt.value
     return site

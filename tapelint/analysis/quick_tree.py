@@ -31,10 +31,11 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any, Optional, Union, cast
+from typing import Any, Final, Optional, Union, cast
 
 import libcst as cst
 
+from tapelint.analysis import ast_nodes, cst_nodes
 from tapelint.analysis.parsing import python_tree, source_lines, span
 
 # `TAPELINT_QUICK=0`: every tree is libcst's (to compare, or to rule this module out).
@@ -72,13 +73,13 @@ def _without(tree: ast.Module, left_out: frozenset[int]) -> ast.Module:
             stmt = copy.copy(stmt)
             stmt.body = kept
         body.append(stmt)
-    return ast.Module(body=body, type_ignores=[])
+    return ast_nodes.Module(body=body, type_ignores=[])
 
 
 def _pass_at(stmt: ast.stmt) -> ast.Pass:
     """The `pass` the thin text leaves on a method's first line."""
     line = span(stmt)[0] + 1
-    return ast.Pass(lineno=line, col_offset=stmt.col_offset, end_lineno=line, end_col_offset=stmt.col_offset + 4)
+    return ast_nodes.Pass(lineno=line, col_offset=stmt.col_offset, end_lineno=line, end_col_offset=stmt.col_offset + 4)
 
 
 # --------------------------------------------------------------- node making
@@ -109,7 +110,7 @@ def _maker(kind: type) -> Maker:
 
 
 # The node classes built here, each with its maker: `make.Call(func=..., args=...)`.
-make = SimpleNamespace(**{name: _maker(getattr(cst, name)) for name in (
+make: Final = SimpleNamespace(**{name: _maker(getattr(cst, name)) for name in (
     "And", "AnnAssign", "Annotation", "Arg", "AsName", "Assert", "Assign", "AssignTarget", "Asynchronous",
     "Attribute", "AugAssign", "Await", "BinaryOperation", "BooleanOperation", "Break", "Call", "ClassDef",
     "CompFor", "CompIf", "Comparison", "ComparisonTarget", "ConcatenatedString", "Continue", "Decorator", "Del",
@@ -282,7 +283,7 @@ class _Builder:
 
     def _for(self, node: Union[ast.For, ast.AsyncFor]) -> Any:
         return make.For(target=self.expr(node.target), iter=self.expr(node.iter), body=self._suite(node.body),
-                        orelse=self._else(node.orelse), asynchronous=_asynchronous(type(node) is ast.AsyncFor))
+                        orelse=self._else(node.orelse), asynchronous=_asynchronous(type(node) is ast_nodes.AsyncFor))
 
     def _while(self, node: ast.While) -> Any:
         return make.While(test=self.expr(node.test), body=self._suite(node.body), orelse=self._else(node.orelse))
@@ -294,10 +295,10 @@ class _Builder:
             asname = None if target is None else make.AsName(name=self.expr(target))
             items.append(make.WithItem(item=self.expr(item.context_expr), asname=asname))
         return make.With(items=tuple(items), body=self._suite(node.body),
-                         asynchronous=_asynchronous(type(node) is ast.AsyncWith))
+                         asynchronous=_asynchronous(type(node) is ast_nodes.AsyncWith))
 
     def _try(self, node: Any) -> Any:
-        star = type(node) is not ast.Try
+        star = type(node) is not ast_nodes.Try
         handler_kind = make.ExceptStarHandler if star else make.ExceptHandler
         handlers = []
         for handler in node.handlers:
@@ -314,7 +315,7 @@ class _Builder:
         returns = None if node.returns is None else make.Annotation(annotation=self.expr(node.returns))
         return make.FunctionDef(name=_name(node.name), params=self._parameters(node.args),
                                 body=self._suite(node.body), decorators=self._decorators(node.decorator_list),
-                                returns=returns, asynchronous=_asynchronous(type(node) is ast.AsyncFunctionDef))
+                                returns=returns, asynchronous=_asynchronous(type(node) is ast_nodes.AsyncFunctionDef))
 
     def _class(self, node: ast.ClassDef) -> Any:
         if getattr(node, "type_params", None):
@@ -332,7 +333,7 @@ class _Builder:
         defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
         built = tuple([self._param(arg, default) for arg, default in zip(positional, defaults)])
         posonly, params = built[:len(args.posonlyargs)], built[len(args.posonlyargs):]
-        star_arg: Any = cst.MaybeSentinel.DEFAULT
+        star_arg: Any = cst_nodes.MaybeSentinel.DEFAULT
         if args.vararg is not None:
             star_arg = self._param(args.vararg, None, "*")
         elif args.kwonlyargs:
@@ -341,7 +342,7 @@ class _Builder:
         star_kwarg = None if args.kwarg is None else self._param(args.kwarg, None, "**")
         return make.Parameters(params=params, star_arg=star_arg, kwonly_params=kwonly, star_kwarg=star_kwarg,
                                posonly_params=posonly,
-                               posonly_ind=make.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT)
+                               posonly_ind=make.ParamSlash() if posonly else cst_nodes.MaybeSentinel.DEFAULT)
 
     def _param(self, arg: ast.arg, default: Optional[ast.expr], star: str = "") -> Any:
         annotation = None if arg.annotation is None else make.Annotation(annotation=self.expr(arg.annotation))
@@ -358,14 +359,14 @@ class _Builder:
 
     def _call(self, node: ast.Call) -> Any:
         parts: list[Union[ast.expr, ast.keyword]] = [*node.args, *node.keywords]
-        if node.keywords and any(type(arg) is ast.Starred for arg in node.args):
+        if node.keywords and any(type(arg) is ast_nodes.Starred for arg in node.args):
             parts.sort(key=lambda part: (part.lineno, part.col_offset))  # `f(x=1, *rest)`: in source order
         args = tuple([self._keyword(part) if isinstance(part, ast.keyword) else self._argument(part)
                       for part in parts])
         return make.Call(func=self.expr(node.func), args=args)
 
     def _argument(self, node: ast.expr) -> Any:
-        if type(node) is ast.Starred:
+        if type(node) is ast_nodes.Starred:
             return make.Arg(value=self.expr(node.value), star="*")
         return make.Arg(value=self.expr(node))
 
@@ -414,7 +415,7 @@ class _Builder:
         if "f" not in prefix.lower():
             return make.SimpleString(value=literal)
         parsed = python_tree(literal).body[0]
-        if type(parsed) is not ast.Expr or type(parsed.value) is not ast.JoinedStr:
+        if type(parsed) is not ast_nodes.Expr or type(parsed.value) is not ast_nodes.JoinedStr:
             raise Unsupported("an f-string literal that is not one")
         return make.FormattedString(parts=tuple(_Builder(literal)._formatted_parts(parsed.value.values)),
                                     start='f"', end='"')
@@ -427,7 +428,7 @@ class _Builder:
                 parts.append(make.FormattedStringExpression(
                     expression=self.expr(value.value), conversion=_CONVERSIONS.get(value.conversion),
                     format_spec=tuple(self._formatted_parts(spec.values)) if isinstance(spec, ast.JoinedStr) else None))
-            elif type(value) is ast.Constant:
+            elif type(value) is ast_nodes.Constant:
                 parts.append(make.FormattedStringText(value=str(value.value)))
             else:
                 raise Unsupported(type(value).__name__)
@@ -435,16 +436,16 @@ class _Builder:
 
     def _subscript(self, node: ast.Subscript) -> Any:
         index = node.slice
-        if type(index) is ast.Tuple and index.elts and not self._parenthesized(index):
+        if type(index) is ast_nodes.Tuple and index.elts and not self._parenthesized(index):
             elements = tuple([self._subscript_element(item) for item in index.elts])
         else:
             elements = (self._subscript_element(index),)
         return make.Subscript(value=self.expr(node.value), slice=elements)
 
     def _subscript_element(self, node: ast.expr) -> Any:
-        if type(node) is ast.Slice:
+        if type(node) is ast_nodes.Slice:
             return make.SubscriptElement(slice=self._bare_slice(node))
-        if type(node) is ast.Starred:
+        if type(node) is ast_nodes.Starred:
             return make.SubscriptElement(slice=make.Index(value=self.expr(node.value), star="*"))
         return make.SubscriptElement(slice=make.Index(value=self.expr(node)))
 
@@ -461,7 +462,7 @@ class _Builder:
 
     def _boolean(self, node: ast.BoolOp) -> Any:
         """`a and b and c` as libcst nests it: (`a and b`) and `c`."""
-        operator = make.And if type(node.op) is ast.And else make.Or
+        operator = make.And if type(node.op) is ast_nodes.And else make.Or
         result = self.expr(node.values[0])
         for value in node.values[1:]:
             result = make.BooleanOperation(left=result, operator=operator(), right=self.expr(value))
@@ -473,7 +474,7 @@ class _Builder:
         return make.Comparison(left=self.expr(node.left), comparisons=targets)
 
     def _element(self, node: ast.expr) -> Any:
-        if type(node) is ast.Starred:
+        if type(node) is ast_nodes.Starred:
             return make.StarredElement(value=self.expr(node.value))
         return make.Element(value=self.expr(node))
 

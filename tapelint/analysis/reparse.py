@@ -38,6 +38,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.children import children_of
 from tapelint.analysis.parsing import parse_module
 
@@ -119,7 +120,7 @@ def reparse(old_text: str, old: cst.Module, layout: Layout, text: str) -> Option
         return None
     if not to_end and not _same_lines(parsed.body[2 + len(middle)].leading_lines, body[last + 1].leading_lines):
         return None
-    module = cst.Module(
+    module = cst_nodes.Module(
         body=[*body[:first], *middle, *body[last + 1:]],
         header=old.header,
         footer=parsed.footer if to_end else old.footer,
@@ -149,12 +150,12 @@ def _same_lines(a: Sequence[cst.EmptyLine], b: Sequence[cst.EmptyLine]) -> bool:
 
 def _holds_block(node: cst.CSTNode) -> bool:
     """Does `node` hold an indented block (an INDENT token)?"""
-    if type(node) is cst.SimpleStatementLine:
+    if type(node) is cst_nodes.SimpleStatementLine:
         return False
     stack = [node]
     while stack:
         current = stack.pop()
-        if type(current) is cst.IndentedBlock:
+        if type(current) is cst_nodes.IndentedBlock:
             return True
         if isinstance(current, cst.BaseExpression):
             continue  # an expression holds no statement

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.abbreviations import abbreviate
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import (
@@ -136,18 +137,18 @@ def _literal_positions(site: cst.CSTNode, optimizers: frozenset, method: cst.Fun
     """The optimizer at each position of the list literal `site` in `method`,
     when every element is an optimizer's construction or a name `method`
     assigns once, to one; None otherwise."""
-    if type(site) is not cst.List or len(site.elements) < 2:
+    if type(site) is not cst_nodes.List or len(site.elements) < 2:
         return None
     assigned: dict[str, list[cst.BaseExpression]] = {}
     for node in walk_nodes(method):
-        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+        if type(node) is cst_nodes.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst_nodes.Name:
             assigned.setdefault(node.targets[0].target.value, []).append(node.value)
     positions = []
     for element in site.elements:
         expr: Optional[cst.BaseExpression] = element.value
-        if type(element) is not cst.Element:
+        if type(element) is not cst_nodes.Element:
             return None
-        if type(expr) is cst.Name:
+        if type(expr) is cst_nodes.Name:
             values = assigned.get(expr.value, [])
             expr = values[0] if len(values) == 1 else None
         found = frozenset(o for o in optimizers if o.site is expr)
@@ -208,7 +209,7 @@ class _ParameterCalls(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if type(func) is cst.Attribute and func.attr.value in PARAMETER_METHODS and dotted_name(func.value):
+        if type(func) is cst_nodes.Attribute and func.attr.value in PARAMETER_METHODS and dotted_name(func.value):
             self.receivers.append(func.value)
 
 
@@ -221,7 +222,7 @@ def _parameter_calls(frame: Frame, expr: cst.BaseExpression, state: State) -> se
     expr.visit(finder)
     found: set = set()
     for receiver in finder.receivers:
-        if type(receiver) is cst.Name and receiver.value == "self":
+        if type(receiver) is cst_nodes.Name and receiver.value == "self":
             if frame.owner is not None:
                 found.add(frame.owner.node)
             continue
@@ -241,7 +242,7 @@ def owners(frame: Frame, roots: Iterable[cst.CSTNode]) -> frozenset:
         if root in out:
             continue
         out.add(root)
-        if type(root) is not cst.ClassDef:
+        if type(root) is not cst_nodes.ClassDef:
             continue
         info = frame.program.class_info(root)
         if info is None:
@@ -290,7 +291,7 @@ def _updates(frame: Frame, opt: OptimizerRef) -> str:
     of the stepping scope (`make_optimizer(discriminator)`, whose argument
     reads `model.parameters()`)."""
     depth = len(frame.context)
-    if opt.context[:depth] == frame.context and len(opt.context) > depth and type(opt.context[depth]) is cst.Call:
+    if opt.context[:depth] == frame.context and len(opt.context) > depth and type(opt.context[depth]) is cst_nodes.Call:
         return f"{opt.updates}, as built by `{abbreviate(frame.program.module.code_for_node(opt.context[depth]))}`"
     return opt.updates
 
@@ -340,7 +341,7 @@ def _other_instance(frame: Frame, node: AbstractNode, instances: frozenset, stat
     if node.context[:depth] != frame.context or len(node.context) <= depth:
         return False
     call = node.context[depth]
-    if type(call) is not cst.Call or dotted_name(call.func) is None:
+    if type(call) is not cst_nodes.Call or dotted_name(call.func) is None:
         return False
     called = [v for v in frame.eval(call.func, state) if isinstance(v, ModuleRef) and v.user_class is not None]
     known = {v.user_class for v in instances}
@@ -367,7 +368,7 @@ def _saves(node: AbstractNode, leaf: AbstractNode, input_tracked: bool) -> bool:
         return False
     if layer in ALWAYS_SAVING_LAYERS:
         return True
-    if layer == "Sequential" and type(leaf.site) is cst.Call:
+    if layer == "Sequential" and type(leaf.site) is cst_nodes.Call:
         return _sequential_saves(leaf.site, input_tracked)
     if layer[:1].isupper() and layer != "Parameter":
         return input_tracked  # a Linear, or a module of unknown make: the weight serves the input's gradient
@@ -383,7 +384,9 @@ def _sequential_saves(site: cst.Call, input_tracked: bool) -> bool:
     tracked = input_tracked
     for arg in site.args:
         value = arg.value
-        layer = (dotted_name(value.func) or "").rsplit(".", 1)[-1] if type(value) is cst.Call and not arg.star else ""
+        layer = ""
+        if type(value) is cst_nodes.Call and not arg.star:
+            layer = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
         if layer in ALWAYS_SAVING_LAYERS:
             return True
         if layer in NEVER_SAVING_LAYERS:
@@ -434,7 +437,7 @@ def module_name(node: AbstractNode, step: StepEvent, scope: tuple, store: StoreV
     depth = len(scope)
     if node.context[:depth] == scope and len(node.context) > depth:
         call = node.context[depth]
-        if type(call) is cst.Call:
+        if type(call) is cst_nodes.Call:
             return dotted_name(call.func) or node.op
     leaf = saved_parameter(node, step.owners, store)
     if leaf is not None and not (leaf.op[:1].isupper() and leaf.op != "Parameter"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Optional, TypeVar
+from typing import Final, Optional, TypeVar
 
 from tapelint.analysis.model import (
     OPAQUE,
@@ -37,7 +37,7 @@ from tapelint.analysis.model import (
 from tapelint.analysis.paths import CONDITIONED_ROOTS, NO_FACTS, Facts, consistent, fact_keys, fact_roots, mentions
 
 Vals = frozenset  # frozenset[Value]: what one binding may hold
-EMPTY: Vals = frozenset()
+EMPTY: Final[Vals] = frozenset()
 
 # One runtime tensor: an abstract node plus its age — None for "this
 # iteration's" (or a node outside every loop in play), or the loop whose

@@ -18,6 +18,7 @@ from typing import Optional, TypeVar
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.children import children_of
 
 _Fact = TypeVar("_Fact")
@@ -55,13 +56,13 @@ def bodies(stmt: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
         part = getattr(stmt, name, None)
         if part is None:
             continue
-        if isinstance(part, cst.If):  # elif
+        if type(part) is cst_nodes.If:  # elif
             yield (part,)
             continue
         inner = getattr(part, "body", None)
-        if isinstance(inner, Sequence) and not isinstance(inner, str):
+        if isinstance(inner, (tuple, list)):
             yield inner
-        elif isinstance(inner, cst.BaseSuite):
+        elif type(inner) is cst_nodes.IndentedBlock or type(inner) is cst_nodes.SimpleStatementSuite:
             yield getattr(inner, "body", ())
     for handler in getattr(stmt, "handlers", ()):
         yield handler.body.body
@@ -78,10 +79,10 @@ def walk_statements(body: Sequence[cst.CSTNode], into_definitions: bool = True) 
             stack.pop()
             continue
         yield stmt
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst_nodes.SimpleStatementLine:
             yield from stmt.body
             continue
-        if not into_definitions and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        if not into_definitions and (type(stmt) is cst_nodes.FunctionDef or type(stmt) is cst_nodes.ClassDef):
             continue
         for inner in reversed(list(bodies(stmt))):
             stack.append(iter(inner))
@@ -94,19 +95,20 @@ def self_assignments(fn: cst.FunctionDef) -> tuple[tuple[str, cst.CSTNode], ...]
     source order: what a method leaves on its object."""
     found: list[tuple[str, cst.CSTNode]] = []
     for stmt in walk_statements(fn.body.body):
-        if type(stmt) is cst.Assign:
+        if type(stmt) is cst_nodes.Assign:
             targets: list[cst.BaseExpression] = [t.target for t in stmt.targets]
-        elif type(stmt) in (cst.AugAssign, cst.AnnAssign):
+        elif type(stmt) in (cst_nodes.AugAssign, cst_nodes.AnnAssign):
             targets = [stmt.target]  # type: ignore[attr-defined]
         else:
             continue
         while targets:
             target = targets.pop(0)
-            if type(target) in (cst.Tuple, cst.List):
+            if type(target) in (cst_nodes.Tuple, cst_nodes.List):
                 targets[:0] = [e.value for e in target.elements]  # type: ignore[attr-defined]
-            elif type(target) is cst.StarredElement:
+            elif type(target) is cst_nodes.StarredElement:
                 targets.insert(0, target.value)
-            elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+            elif (type(target) is cst_nodes.Attribute and type(target.value) is cst_nodes.Name
+                  and target.value.value == "self"):
                 found.append((target.attr.value, stmt))
     return tuple(found)
 
@@ -126,23 +128,23 @@ def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
 
 def negation(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     """`(x, True)` for `not x`, else `(test, False)`."""
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+    if type(test) is cst_nodes.UnaryOperation and type(test.operator) is cst_nodes.Not:
         return test.expression, True
     return test, False
 
 
 def isinstance_test(expr: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, list[cst.BaseExpression]]]:
     """`(v, [A, B])` for `isinstance(v, (A, B))` (`[A]` for `isinstance(v, A)`), else None."""
-    if not (type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "isinstance"
+    if not (type(expr) is cst_nodes.Call and type(expr.func) is cst_nodes.Name and expr.func.value == "isinstance"
             and len(expr.args) == 2 and expr.args[0].keyword is None):
         return None
     classes = expr.args[1].value
-    return expr.args[0].value, [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
+    return expr.args[0].value, [e.value for e in classes.elements] if type(classes) is cst_nodes.Tuple else [classes]
 
 
 def whole_slice(target: cst.Subscript) -> bool:
     """`x[:]`: every element."""
-    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Slice:
+    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst_nodes.Slice:
         return False
     whole = target.slice[0].slice
     return whole.lower is None and whole.upper is None and whole.step is None
@@ -150,10 +152,10 @@ def whole_slice(target: cst.Subscript) -> bool:
 
 def literal_key(target: cst.Subscript) -> Optional[str]:
     """`"loss"` of `d["loss"]`: the key when it is one plain string literal."""
-    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Index:
+    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst_nodes.Index:
         return None
     index = target.slice[0].slice.value
-    return plain_string(index) if type(index) is cst.SimpleString else None
+    return plain_string(index) if type(index) is cst_nodes.SimpleString else None
 
 
 def walk_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -13,6 +13,8 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
+
 # Tensor constructors: leaves, tracked only with a literal `requires_grad=True`.
 FACTORIES = frozenset(
     (
@@ -214,9 +216,9 @@ LOSS_WORDS = ("loss", "crit", "acc", "metric", "err", "cost", "nll", "score")
 def callee_name(call: cst.Call) -> str:
     """The last component of what is called: `log.info(...)` -> "info"."""
     func = call.func
-    if type(func) is cst.Name:
+    if type(func) is cst_nodes.Name:
         return func.value
-    if type(func) is cst.Attribute:
+    if type(func) is cst_nodes.Attribute:
         return func.attr.value
     return ""
 
@@ -230,8 +232,8 @@ def only_reports(call: cst.Call) -> bool:
 
 def literal_bool(expr: Optional[cst.BaseExpression]) -> Optional[bool]:
     """`True`/`False`/an integer literal as a flag; None when not a literal."""
-    if type(expr) is cst.Name and expr.value in ("True", "False"):
+    if type(expr) is cst_nodes.Name and expr.value in ("True", "False"):
         return expr.value == "True"
-    if type(expr) is cst.Integer:
+    if type(expr) is cst_nodes.Integer:
         return expr.value not in ("0",)
     return None

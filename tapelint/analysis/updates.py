@@ -24,6 +24,7 @@ from enum import Enum
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.model import OPAQUE, AbstractNode, BackwardEvent, Carried, GraphValue, StepEvent, Tracked
 
 
@@ -67,7 +68,7 @@ def _scope(event: BackwardEvent) -> object:
     """The function analysed on its own that the backward ran under (a call
     chain starts with it), or None for module code (its chains start with a call)."""
     first = event.context[0] if event.context else None
-    return first if type(first) is cst.FunctionDef else None
+    return first if type(first) is cst_nodes.FunctionDef else None
 
 
 def _same_line(a: tuple, b: tuple) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths, torch_api
+from tapelint.analysis import cst_nodes, paths, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.model import (
     OPAQUE,
@@ -142,9 +142,9 @@ def attribute_name(call: cst.Call, state: State) -> Optional[str]:
     if len(call.args) < 2 or call.args[1].keyword is not None or call.args[1].star:
         return None
     name = call.args[1].value
-    if type(name) is cst.SimpleString:
+    if type(name) is cst_nodes.SimpleString:
         return plain_string(name)
-    if type(name) is cst.Name:
+    if type(name) is cst_nodes.Name:
         return paths.known_string(state.facts, name.value)
     return None
 
@@ -212,7 +212,7 @@ def setattr_call(frame: Frame, call: cst.Call, args: Args, state: State) -> None
 
 def _called_by_name(call: cst.CSTNode, name: str) -> bool:
     """`call` is `name(...)` itself, so its arguments are the builtin's."""
-    return type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == name
+    return type(call) is cst_nodes.Call and type(call.func) is cst_nodes.Name and call.func.value == name
 
 
 # ------------------------------------------------------------------ records
@@ -229,18 +229,18 @@ def record_class(args: Args, call: cst.Call) -> RecordClass:
 
 
 def _literal_fields(expr: cst.BaseExpression) -> tuple[str, ...]:
-    if type(expr) is cst.SimpleString:
+    if type(expr) is cst_nodes.SimpleString:
         text = plain_string(expr) or ""
         return tuple(text.replace(",", " ").split())
-    if type(expr) not in (cst.List, cst.Tuple):
+    if type(expr) not in (cst_nodes.List, cst_nodes.Tuple):
         return ()
     names = []
     for element in expr.elements:  # type: ignore[attr-defined]
         item = element.value
-        if type(item) is cst.Tuple and item.elements:  # `("state", Tensor)` of `NamedTuple`
+        if type(item) is cst_nodes.Tuple and item.elements:  # `("state", Tensor)` of `NamedTuple`
             item = item.elements[0].value
-        name = plain_string(item) if type(item) is cst.SimpleString else None
-        if name is None or type(element) is cst.StarredElement:
+        name = plain_string(item) if type(item) is cst_nodes.SimpleString else None
+        if name is None or type(element) is cst_nodes.StarredElement:
             return ()
         names.append(name)
     return tuple(names)
@@ -252,7 +252,7 @@ def make_record(record: RecordClass, call: cst.CSTNode, args: Args) -> TupleVal:
     field may be any of the values passed."""
     positional = [vals for keyword, vals in args if keyword is None]
     keywords = {keyword: vals for keyword, vals in args if keyword is not None}
-    starred = type(call) is not cst.Call or any(arg.star for arg in call.args)
+    starred = type(call) is not cst_nodes.Call or any(arg.star for arg in call.args)
     if starred or (not record.fields and keywords):
         spread = frozenset(v for vals in [*positional, *keywords.values()] for v in vals)
         return tuple_of([spread] * max(len(record.fields) or len(positional), 1), record)

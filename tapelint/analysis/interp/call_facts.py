@@ -23,6 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.paths import NO_FACTS, Fact, Facts, literal_text
 from tapelint.analysis.program import ClassInfo
@@ -143,7 +144,7 @@ def out_of_call(end: State, state: State, edge: Boundary, written: Iterable[str]
 def literal_parameters(fn: cst.FunctionDef, call: cst.CSTNode, method: bool) -> Facts:
     """`param == literal` for each parameter of `fn` that `call` binds to a
     literal argument, or leaves at a literal default."""
-    if type(call) is not cst.Call:
+    if type(call) is not cst_nodes.Call:
         return NO_FACTS
     params = list(fn.params.posonly_params) + list(fn.params.params)
     if method and params and not any(dotted_name(d.decorator) == "staticmethod" for d in fn.decorators):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import mappings, staleness, torch_api
+from tapelint.analysis import cst_nodes, mappings, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import call_facts
 from tapelint.analysis.interp.attributes import (
@@ -105,15 +105,15 @@ def eval_call(frame: Frame, call: cst.Call, state: State) -> Vals:
         result = frozenset(v for _, vals in args for v in frame.elements(vals, state))
     elif name is not None and (name == "torch" or name.startswith("torch.")):
         result = torch_call(frame, call, name, args, state)
-    elif type(func) is cst.Attribute and raw is not None and (bound := frame.resolve(raw, state)) is not None:
+    elif type(func) is cst_nodes.Attribute and raw is not None and (bound := frame.resolve(raw, state)) is not None:
         result = call_values(frame, call, func, bound, args, state)
-    elif type(func) is cst.Attribute and raw is not None and (lent := first_party(frame, raw)) is not None:
+    elif type(func) is cst_nodes.Attribute and raw is not None and (lent := first_party(frame, raw)) is not None:
         result = call_values(frame, call, func, lent, args, state)
-    elif type(func) is cst.Attribute and torch_api.builds_pretrained_module(raw or "", func.attr.value):
+    elif type(func) is cst_nodes.Attribute and torch_api.builds_pretrained_module(raw or "", func.attr.value):
         result = pretrained(frame, func, state)
-    elif type(func) is cst.Attribute and (parent := super_method(frame, func)) is not None:
+    elif type(func) is cst_nodes.Attribute and (parent := super_method(frame, func)) is not None:
         result = inline(frame, call, parent, args, state, owner=frame.owner)  # `super().__init__()`
-    elif type(func) is cst.Attribute:
+    elif type(func) is cst_nodes.Attribute:
         receiver = frame.eval(func.value, state)
         result = method_call(frame, call, func, receiver, args, state)
     else:
@@ -138,7 +138,7 @@ def super_method(frame: Frame, func: cst.Attribute) -> Optional[cst.FunctionDef]
     """`super().<name>` in a method of a project class: the method of that
     name its project base classes define (what `super()` runs on `self`)."""
     value = func.value
-    if not (type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "super"
+    if not (type(value) is cst_nodes.Call and type(value.func) is cst_nodes.Name and value.func.value == "super"
             and "super" not in frame.program.functions) or frame.owner is None:
         return None
     home = frame.program.home_of(frame.scope)
@@ -311,7 +311,7 @@ def _saves_for_backward(forward: Optional[cst.FunctionDef]) -> bool:
         return False
     ctx = forward.params.params[0].name.value
     wanted = f"{ctx}.{torch_api.SAVE_FOR_BACKWARD}"
-    return any(type(node) is cst.Call and dotted_name(node.func) == wanted for node in walk_nodes(forward.body))
+    return any(type(node) is cst_nodes.Call and dotted_name(node.func) == wanted for node in walk_nodes(forward.body))
 
 
 def _defines_backward(frame: Frame, receiver: Vals) -> bool:
@@ -335,7 +335,7 @@ def _wraps_backward(frame: Frame) -> bool:
     """Is this the body of a method that is itself called `backward` (a
     wrapper handing its loss on: `self.precision_plugin.backward(loss)`)? It
     runs when its caller backwards, not once per step of its own."""
-    return type(frame.scope) is cst.FunctionDef and frame.scope.name.value == "backward"
+    return type(frame.scope) is cst_nodes.FunctionDef and frame.scope.name.value == "backward"
 
 
 def _unseen_result(value: Value) -> bool:
@@ -362,9 +362,9 @@ class _Outside:
 
 def _kept_on_self(expr: cst.BaseExpression) -> bool:
     """`self.x`, `self.x[k]`, `self.x[k][j]`: an attribute of the object, or an item of one."""
-    while type(expr) is cst.Subscript:
+    while type(expr) is cst_nodes.Subscript:
         expr = expr.value
-    return type(expr) is cst.Attribute and (dotted_name(expr) or "").startswith("self.")
+    return type(expr) is cst_nodes.Attribute and (dotted_name(expr) or "").startswith("self.")
 
 
 def module_method(frame: Frame, call: cst.Call, func: cst.Attribute, module: ModuleRef, method: str, args: Args,
@@ -489,16 +489,16 @@ def _dataclass_fields(frame: Frame, node: cst.ClassDef, args: Args) -> list[tupl
 
 def _field_names(frame: Frame, node: cst.ClassDef, depth: int) -> list[str]:
     home = frame.program.home_of(node)
-    decorators = [d.decorator.func if type(d.decorator) is cst.Call else d.decorator for d in node.decorators]
+    decorators = [d.decorator.func if type(d.decorator) is cst_nodes.Call else d.decorator for d in node.decorators]
     record = any(home.imports.resolve(dotted_name(base.value) or "") == "typing.NamedTuple" for base in node.bases)
     if depth > INLINE_DEPTH or not record and not any(
             home.imports.resolve(dotted_name(d) or "") in DATACLASS_DECORATORS for d in decorators):
         return []
     names = [name for base in home.base_classes(node) for name in _field_names(frame, base.node, depth + 1)]
     for stmt in node.body.body:
-        if type(stmt) is cst.SimpleStatementLine:
+        if type(stmt) is cst_nodes.SimpleStatementLine:
             for small in stmt.body:
-                if type(small) is cst.AnnAssign and type(small.target) is cst.Name and "ClassVar" not in (
+                if type(small) is cst_nodes.AnnAssign and type(small.target) is cst_nodes.Name and "ClassVar" not in (
                         dotted_name(small.annotation.annotation) or ""):
                     names.append(small.target.value)
     return names
@@ -543,7 +543,7 @@ def list_method(frame: Frame, call: cst.Call, func: cst.Attribute, lst: ListRef,
 def _literal_argument(call: cst.Call) -> Optional[str]:
     """`"loss"` of `d.get("loss")`: a first argument that is a plain string literal."""
     first = call.args[0] if call.args else None
-    if first is None or first.keyword is not None or first.star or type(first.value) is not cst.SimpleString:
+    if first is None or first.keyword is not None or first.star or type(first.value) is not cst_nodes.SimpleString:
         return None
     return plain_string(first.value)
 
@@ -552,7 +552,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
                 state: State) -> Vals:
     """Call whatever `callee` may be: a function, a class, a module, a tensor, unknown."""
     out: set = set()
-    if type(func) is cst.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env:
+    if type(func) is cst_nodes.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env:
         return builtin_call(frame, call, func.value, args, state)
     # A module frozen on some path (`if not requires_grad: for p in self.parameters(): ...`):
     # its frozen version stands for it, so its output is tracked only through its inputs.
@@ -565,7 +565,7 @@ def call_values(frame: Frame, call: cst.Call, func: cst.BaseExpression, callee: 
         elif isinstance(value, ClassRef):
             if value.is_module:
                 out.add(new_module(frame, call, value, state))
-            elif type(call) is cst.Call:
+            elif type(call) is cst_nodes.Call:
                 out.add(instantiate(frame, call, value, args, state))
         elif isinstance(value, PartialRef):
             bound = [a for a in value.args if a[0] is None] + [a for a in args if a[0] is None]
@@ -604,7 +604,7 @@ def _add_submodule(call: cst.Call, args: Args, state: State) -> None:
     """`self.add_module("disc", Discriminator())` in a module: `self.disc`,
     as if assigned (a name that is not a plain string literal: nothing known)."""
     name = call.args[0].value if call.args and call.args[0].keyword is None else None
-    text = plain_string(name) if type(name) is cst.SimpleString else None
+    text = plain_string(name) if type(name) is cst_nodes.SimpleString else None
     if text is not None and text.isidentifier() and len(args) > 1:
         state.env[f"self.{text}"] = args[1][1]
 
@@ -695,7 +695,7 @@ def _mapped(frame: Frame, call: cst.Call, args: Args, state: State) -> Optional[
         return None
     func = call.args[0].value
     callee = args[0][1]
-    builtin = type(func) is cst.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env
+    builtin = type(func) is cst_nodes.Name and func.value in torch_api.BUILTIN_NAMES and func.value not in state.env
     if not builtin and not any(isinstance(v, _RUNNABLE) for v in callee):
         return None
     elements = [(None, frame.elements(vals, state)) for _, vals in args[1:]]
@@ -764,11 +764,11 @@ def inline(frame: Frame, call: cst.CSTNode, fn: cst.FunctionDef, args: Args, sta
         # abstract method): its result may well be detached (`repackage_hidden`
         # calls itself on each element of a tuple), so it is unknown, and no walk
         # goes through it to what it was given.
-        if type(call) is not cst.Call:
+        if type(call) is not cst_nodes.Call:
             return EMPTY
         return frozenset((frame.store.node(frame, state, call, f"{fn.name.value}(...)", (), Saves.UNKNOWN,
                                            Tracked.UNKNOWN, leaf=True),))
-    nested = type(frame.scope) is cst.FunctionDef and _encloses(frame.scope, fn)
+    nested = type(frame.scope) is cst_nodes.FunctionDef and _encloses(frame.scope, fn)
     # A function defined in the method that calls it (an optimizer's closure)
     # reads and writes that method's `self.*`.
     share_self = own_self or (share_self and nested and owner is None and obj is None and frame.owner is not None)
@@ -865,17 +865,17 @@ def _left_to_subclasses(fn: cst.FunctionDef) -> bool:
         statements = [small for line in fn.body.body
                       for small in (line.body if isinstance(line, cst.SimpleStatementLine) else (line,))]
     stubs = [small for small in statements if _is_stub_statement(small)]
-    docstrings = [small for small in statements if type(small) is cst.Expr
+    docstrings = [small for small in statements if type(small) is cst_nodes.Expr
                   and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))]
     return bool(stubs) and len(stubs) + len(docstrings) == len(statements)
 
 
 def _is_stub_statement(small: cst.CSTNode) -> bool:
     """`...` or `raise NotImplementedError` / `raise NotImplementedError(...)`."""
-    if type(small) is cst.Expr:
-        return type(small.value) is cst.Ellipsis
-    if type(small) is cst.Raise and small.exc is not None:
-        exc = small.exc.func if type(small.exc) is cst.Call else small.exc
+    if type(small) is cst_nodes.Expr:
+        return type(small.value) is cst_nodes.Ellipsis
+    if type(small) is cst_nodes.Raise and small.exc is not None:
+        exc = small.exc.func if type(small.exc) is cst_nodes.Call else small.exc
         return dotted_name(exc) == "NotImplementedError"
     return False
 
@@ -885,7 +885,7 @@ def _makes_no_call(fn: cst.FunctionDef) -> bool:
     """A body without a call (`def push(self, xs): self.history += xs`) goes no
     deeper: the depth bound, which stops chains of calls from multiplying, need
     not stop it, and what it stores is often exactly what the caller's loop reads."""
-    return not any(type(node) is cst.Call for node in walk_nodes(fn.body))
+    return not any(type(node) is cst_nodes.Call for node in walk_nodes(fn.body))
 
 
 def _encloses(outer: cst.FunctionDef, inner: cst.FunctionDef) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import mappings, paths, staleness, torch_api
+from tapelint.analysis import cst_nodes, mappings, paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.attributes import attribute_values
 from tapelint.analysis.interp.calls import eval_call, first_party, pretrained
@@ -43,18 +43,18 @@ _BINARY_SYMBOLS = {
 def eval_children(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     """Expressions that hold no graph themselves but may contain calls
     (an f-string that prints `loss.item()`): evaluate the parts."""
-    if type(expr) is cst.FormattedString:
+    if type(expr) is cst_nodes.FormattedString:
         for part in expr.parts:
-            if type(part) is cst.FormattedStringExpression:
+            if type(part) is cst_nodes.FormattedStringExpression:
                 frame.eval(part.expression, state)
-    elif type(expr) is cst.ConcatenatedString:
+    elif type(expr) is cst_nodes.ConcatenatedString:
         frame.eval(expr.left, state)
         frame.eval(expr.right, state)
-    elif type(expr) is cst.Slice:
+    elif type(expr) is cst_nodes.Slice:
         for bound in (expr.lower, expr.upper, expr.step):
             if bound is not None:
                 frame.eval(bound, state)
-    elif type(expr) is cst.StarredElement:
+    elif type(expr) is cst_nodes.StarredElement:
         value = getattr(expr, "value", None)
         if isinstance(value, cst.BaseExpression):
             frame.eval(value, state)
@@ -141,10 +141,10 @@ def eval_binary(frame: Frame, expr: cst.BinaryOperation, state: State) -> Vals:
 
 def eval_unary(frame: Frame, expr: cst.UnaryOperation, state: State) -> Vals:
     vals = frame.eval(expr.expression, state)
-    if type(expr.operator) in (cst.Not, cst.BitInvert):
+    if type(expr.operator) in (cst_nodes.Not, cst_nodes.BitInvert):
         return EMPTY
     parents = frame.graph_values(vals, state)
-    if not parents or type(expr.operator) is cst.Plus:
+    if not parents or type(expr.operator) is cst_nodes.Plus:
         return vals
     return frozenset((frame.store.node(frame, state, expr, "neg", parents, Saves.NOTHING),))
 
@@ -203,16 +203,16 @@ def eval_subscript(frame: Frame, expr: cst.Subscript, state: State) -> Vals:
     literal_key: Optional[str] = None
     basic = True
     for element in expr.slice:
-        if type(element.slice) is cst.Index:
+        if type(element.slice) is cst_nodes.Index:
             index_expr = element.slice.value
             vals = frame.eval(index_expr, state)
-            if type(index_expr) is cst.Integer:
+            if type(index_expr) is cst_nodes.Integer:
                 literal_index = int(index_expr.value, 0)
-            elif type(index_expr) is cst.SimpleString and len(expr.slice) == 1:
+            elif type(index_expr) is cst_nodes.SimpleString and len(expr.slice) == 1:
                 literal_key = plain_string(index_expr)
-            elif type(index_expr) in (cst.List, cst.Tuple) or frame.graph_values(vals, state):
+            elif type(index_expr) in (cst_nodes.List, cst_nodes.Tuple) or frame.graph_values(vals, state):
                 basic = False
-        elif type(element.slice) is cst.Slice:
+        elif type(element.slice) is cst_nodes.Slice:
             eval_children(frame, element.slice, state)
     out: set = set()
     tensors = []
@@ -251,10 +251,10 @@ def eval_sequence(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
     items = []
     for element in expr.elements:  # type: ignore[attr-defined]
         vals = frame.eval(element.value, state)
-        if type(element) is cst.StarredElement:
+        if type(element) is cst_nodes.StarredElement:
             vals = frame.elements(vals, state)
         items.append(vals)
-    if type(expr) is cst.Tuple:
+    if type(expr) is cst_nodes.Tuple:
         return frozenset((tuple_of(items),))
     return frozenset((frame.new_list(expr, frozenset(x for item in items for x in item), state),))
 
@@ -263,10 +263,10 @@ def eval_dict(frame: Frame, expr: cst.Dict, state: State) -> Vals:
     rest: set = set()
     slots: dict[str, Vals] = {}
     for element in expr.elements:
-        if type(element) is cst.DictElement:
+        if type(element) is cst_nodes.DictElement:
             frame.eval(element.key, state)
             vals = frame.eval(element.value, state)
-            name = plain_string(element.key) if type(element.key) is cst.SimpleString else None
+            name = plain_string(element.key) if type(element.key) is cst_nodes.SimpleString else None
             if name is not None:
                 slots[name] = vals  # a later entry of the same key replaces it
             else:
@@ -290,13 +290,13 @@ def eval_comprehension(frame: Frame, expr: cst.CSTNode, state: State) -> Vals:
         for condition in comp.ifs:
             frame.eval(condition.test, inner)
         comp = comp.inner_for_in
-    if type(expr) is cst.DictComp:
+    if type(expr) is cst_nodes.DictComp:
         frame.eval(expr.key, inner)
         produced = frame.eval(expr.value, inner)
     else:
         produced = frame.eval(expr.elt, inner)  # type: ignore[attr-defined]
     state.released.update(inner.released)
-    return frozenset((frame.new_list(expr, produced, state, mapping=type(expr) is cst.DictComp),))
+    return frozenset((frame.new_list(expr, produced, state, mapping=type(expr) is cst_nodes.DictComp),))
 
 
 def eval_named(frame: Frame, expr: cst.NamedExpr, state: State) -> Vals:
@@ -317,9 +317,9 @@ def eval_lambda(frame: Frame, expr: cst.Lambda, state: State) -> Vals:
     names it sees where it was made. The store keeps one such function per
     lambda and placement, so loop passes see the same one."""
     ref = frame.store.function_ref(expr, frame.context, frame.loops)  # type: ignore[arg-type]
-    if type(ref.node) is cst.Lambda:
-        body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(expr.body)])])
-        ref.node = cst.FunctionDef(cst.Name("lambda"), expr.params, body)
+    if type(ref.node) is cst_nodes.Lambda:
+        body = cst_nodes.IndentedBlock([cst_nodes.SimpleStatementLine([cst_nodes.Return(expr.body)])])
+        ref.node = cst_nodes.FunctionDef(cst_nodes.Name("lambda"), expr.params, body)
         project = frame.program.project
         if project is not None:
             project.homes.setdefault(ref.node, frame.program)

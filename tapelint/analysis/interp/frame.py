@@ -15,7 +15,7 @@ from typing import Optional, Protocol
 
 import libcst as cst
 
-from tapelint.analysis import mappings
+from tapelint.analysis import cst_nodes, mappings
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp.calls import SPREAD, inline
 from tapelint.analysis.interp.expressions import EVAL, eval_children, library_value
@@ -110,7 +110,7 @@ class Frame:
         self.loop_exits: list[tuple[list[State], list[State]]] = []
         self.globals: set[str] = set()
         self.obj: Optional[ObjectRef] = None  # the object whose method this is, run on it (`inline`)
-        self.is_module = isinstance(scope, cst.Module)
+        self.is_module = type(scope) is cst_nodes.Module
 
     def callee(self, fn: cst.FunctionDef, call: cst.CSTNode, owner: Optional[ClassInfo],
                fallback: tuple[dict[str, Vals], ...], state: State) -> Frame:
@@ -186,11 +186,11 @@ class Frame:
 
     def target_key(self, expr: cst.BaseExpression) -> Optional[str]:
         """The state key an expression names: `x`, `self.h`, `d[]` for any `d[k]`."""
-        if type(expr) is cst.Name:
+        if type(expr) is cst_nodes.Name:
             return expr.value
-        if type(expr) is cst.Attribute:
+        if type(expr) is cst_nodes.Attribute:
             return dotted_name(expr)
-        if type(expr) is cst.Subscript:
+        if type(expr) is cst_nodes.Subscript:
             base = self.target_key(expr.value)
             return f"{base}[]" if base is not None else None
         return None
@@ -217,7 +217,7 @@ class Frame:
     # ------------------------------------------------------------ binding
 
     def bind(self, target: cst.BaseExpression, vals: Vals, state: State) -> None:
-        if type(target) in (cst.Tuple, cst.List):
+        if type(target) in (cst_nodes.Tuple, cst_nodes.List):
             elements = list(target.elements)  # type: ignore[attr-defined]
             tuples = [v for v in vals if isinstance(v, TupleVal) and len(v.items) == len(elements)]
             rest = frozenset(v for v in vals if not isinstance(v, TupleVal))
@@ -227,23 +227,23 @@ class Frame:
                         value.unpacked = True
             spread = rest | frozenset(x for v in vals if isinstance(v, TupleVal) for item in v.items for x in item)
             for i, element in enumerate(elements):
-                if type(element) is cst.StarredElement:
+                if type(element) is cst_nodes.StarredElement:
                     self.bind(element.value, spread, state)
                     continue
                 item_vals = rest | frozenset(x for t in tuples for x in t.items[i]) if tuples else spread
                 self.bind(element.value, item_vals, state)
             return
-        if type(target) is cst.StarredElement:
+        if type(target) is cst_nodes.StarredElement:
             self.bind(target.value, vals, state)
             return
-        if type(target) is cst.Subscript:
+        if type(target) is cst_nodes.Subscript:
             self._bind_item(target, vals, state)
             return
         key = self.target_key(target)
         if key is None:
             self.eval(target, state)
             return
-        if type(target) is cst.Attribute:
+        if type(target) is cst_nodes.Attribute:
             self.bind_attribute(key[:-len(target.attr.value) - 1], target.attr.value, vals, state)
             return
         self._bind_key(key, vals, state)
@@ -296,7 +296,7 @@ class Frame:
             state.env[lst.key] = elements if replaced else state.env.get(lst.key, EMPTY) | elements
         tensors = self.graph_values(base_vals, state)
         key = self.target_key(target)
-        if tensors and not lists and key is not None and type(target.value) in (cst.Name, cst.Attribute):
+        if tensors and not lists and key is not None and type(target.value) in (cst_nodes.Name, cst_nodes.Attribute):
             # PyTorch's CopySlices keeps both graphs: the tensor holds what it held
             # and what was written into it, like a container of the values put in.
             held = frozenset(v for v in base_vals if isinstance(v, (AbstractNode, Carried)))
@@ -351,10 +351,10 @@ class Frame:
         for param in fn.params.kwonly_params:
             name = param.name.value
             state.env[name] = keywords[name] if name in keywords else self._default(param) | (spread or EMPTY)
-        if type(fn.params.star_arg) is cst.Param:
+        if type(fn.params.star_arg) is cst_nodes.Param:
             state.env[fn.params.star_arg.name.value] = frozenset((OPAQUE,))
         star = fn.params.star_kwarg
-        if type(star) is cst.Param:
+        if type(star) is cst_nodes.Param:
             if args is None:
                 state.env[star.name.value] = frozenset((OPAQUE,))
             else:  # `**kwargs`: a mapping of the keyword arguments no parameter took

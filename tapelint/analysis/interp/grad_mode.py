@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from tapelint.analysis import paths
+from tapelint.analysis import cst_nodes, paths
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.paths import Fact
 from tapelint.analysis.state import State
@@ -29,7 +29,7 @@ def note_mode_switch(call: cst.Call, state: State) -> None:
     """After `X.eval()` / `X.train()` / `X.train(flag)`, the path knows `X.training`
     (a non-literal flag: only that what it knew is gone)."""
     func = call.func
-    if type(func) is not cst.Attribute or func.attr.value not in ("eval", "train"):
+    if type(func) is not cst_nodes.Attribute or func.attr.value not in ("eval", "train"):
         return
     owner = dotted_name(func.value)
     if owner is None or len(call.args) > 1 or (func.attr.value == "eval" and call.args):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from tapelint.analysis import cst_nodes
 from tapelint.analysis.model import OPAQUE, ListRef, ObjectRef, SelfRef
 from tapelint.analysis.names import bound_and_found
 from tapelint.analysis.state import EMPTY, State, Vals
@@ -126,30 +127,30 @@ def indexed_elements(frame: Frame, loop: cst.For, state: State) -> Vals:
 def _read_by_index(body: cst.BaseSuite, index: str) -> tuple[cst.BaseExpression, ...]:
     """The containers (names, attribute paths) `body` subscripts by `index`
     alone; none when the body rebinds `index`."""
-    bound, subscripts = bound_and_found(body, cst.Subscript)
+    bound, subscripts = bound_and_found(body, cst_nodes.Subscript)
     if index in bound:
         return ()
     return tuple(node.value for node in subscripts
-                 if type(node.value) in (cst.Name, cst.Attribute) and _subscript_is(node, index))
+                 if type(node.value) in (cst_nodes.Name, cst_nodes.Attribute) and _subscript_is(node, index))
 
 
 def _loop_index(loop: cst.For, state: State) -> Optional[str]:
     """The name a `for` over `range(...)`, or the counter of one over
     `enumerate(...)`, binds to each iteration's number (builtins not shadowed)."""
     source = loop.iter
-    if type(source) is not cst.Call or type(source.func) is not cst.Name or source.func.value in state.env:
+    if type(source) is not cst_nodes.Call or type(source.func) is not cst_nodes.Name or source.func.value in state.env:
         return None
     target = loop.target
-    if source.func.value == "range" and type(target) is cst.Name:
+    if source.func.value == "range" and type(target) is cst_nodes.Name:
         return target.value
-    if source.func.value == "enumerate" and type(target) is cst.Tuple and target.elements \
-            and type(target.elements[0].value) is cst.Name:
+    if source.func.value == "enumerate" and type(target) is cst_nodes.Tuple and target.elements \
+            and type(target.elements[0].value) is cst_nodes.Name:
         return target.elements[0].value.value
     return None
 
 
 def _subscript_is(node: cst.Subscript, index: str) -> bool:
-    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst_nodes.Index:
         return False
     value = node.slice[0].slice.value
-    return type(value) is cst.Name and value.value == index
+    return type(value) is cst_nodes.Name and value.value == index

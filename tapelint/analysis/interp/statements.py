@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import mappings, paths, staleness, torch_api
+from tapelint.analysis import cst_nodes, mappings, paths, staleness, torch_api
 from tapelint.analysis import state as lattice
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import grad_mode, iteration
@@ -59,7 +59,7 @@ _AUG_SYMBOLS = {
 
 
 def exec_stmt(frame: Frame, stmt: cst.CSTNode, state: State, block: Sequence[cst.CSTNode], index: int) -> State:
-    if type(stmt) is cst.SimpleStatementLine:
+    if type(stmt) is cst_nodes.SimpleStatementLine:
         for small in stmt.body:
             handler = _SMALL.get(type(small))
             if handler is not None:
@@ -90,7 +90,7 @@ def _exec_if(frame: Frame, stmt: cst.If, state: State, block: Sequence[cst.CSTNo
     then = frame.exec_block(stmt.body.body, then)
     if stmt.orelse is None:
         pass
-    elif type(stmt.orelse) is cst.If:
+    elif type(stmt.orelse) is cst_nodes.If:
         other = _exec_if(frame, stmt.orelse, other, block, index)
     else:
         other = frame.exec_block(stmt.orelse.body.body, other)
@@ -134,7 +134,7 @@ def _constant_flag(frame: Frame, test: cst.BaseExpression, state: State) -> Opti
     False`): an attribute of an instance of that class (`model.flag`,
     `self.flag`), or `not` of one. None when not known."""
     expr, negated = negation(test)
-    if type(expr) is not cst.Attribute or dotted_name(expr.value) is None:
+    if type(expr) is not cst_nodes.Attribute or dotted_name(expr.value) is None:
         return None  # (only a name or attribute chain is evaluated again)
     classes = set()
     for value in frame.eval(expr.value, state):
@@ -156,8 +156,8 @@ def _constant_flag(frame: Frame, test: cst.BaseExpression, state: State) -> Opti
 def _set_once(cls: cst.ClassDef, attr: str) -> Optional[bool]:
     """The literal bool that `cls.__init__` gives `self.<attr>` when that is the
     class's only assignment to it (augmented, annotated or unpacked ones count too)."""
-    found = [literal_bool(stmt.value) if type(stmt) is cst.Assign and method.name.value == "__init__" else None
-             for method in cls.body.body if type(method) is cst.FunctionDef
+    found = [literal_bool(stmt.value) if type(stmt) is cst_nodes.Assign and method.name.value == "__init__" else None
+             for method in cls.body.body if type(method) is cst_nodes.FunctionDef
              for name, stmt in self_assignments(method) if name == attr]
     return found[0] if len(found) == 1 else None
 
@@ -166,22 +166,22 @@ def _refine_none_test(frame: Frame, test: cst.BaseExpression, then: State, other
     """`if h is None:` / `if h is not None:` — on the branch where the
     value is None it holds no graph (the first iteration of a carried
     hidden state)."""
-    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+    if not (type(test) is cst_nodes.Comparison and len(test.comparisons) == 1):
         return
     comparison = test.comparisons[0]
-    if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
+    if not (type(comparison.comparator) is cst_nodes.Name and comparison.comparator.value == "None"):
         return
     key = frame.target_key(test.left)
     if key is None:
         return
-    keys = frame.object_attribute_keys(test.left, then) if type(test.left) is cst.Attribute else []
+    keys = frame.object_attribute_keys(test.left, then) if type(test.left) is cst_nodes.Attribute else []
     if len(keys) == 1:
         key = keys[0]  # `model.hidden is None`: the instance's attribute
     elif keys:
         return  # one of several objects': which one is None is not known
-    if type(comparison.operator) is cst.Is:
+    if type(comparison.operator) is cst_nodes.Is:
         then.env[key] = EMPTY
-    elif type(comparison.operator) is cst.IsNot:
+    elif type(comparison.operator) is cst_nodes.IsNot:
         other.env[key] = EMPTY
 
 
@@ -263,7 +263,7 @@ def tensor_test(frame: Frame, test: cst.BaseExpression) -> Optional[tuple[cst.Ba
         if not all(frame.canonical(name) in torch_api.TENSOR_CLASSES for name in tested[1]):
             return None  # `isinstance(v, (torch.Tensor, float))`: a float passes too
         return tested[0], negated
-    if type(expr) is not cst.Call or not expr.args or expr.args[0].keyword is not None \
+    if type(expr) is not cst_nodes.Call or not expr.args or expr.args[0].keyword is not None \
             or frame.canonical(expr.func) != "torch.is_tensor":
         return None
     return expr.args[0].value, negated
@@ -304,7 +304,7 @@ def _each_submodule(frame: Frame, stmt: cst.For, state: State) -> Optional[State
     ordinary loop would, every instance would keep its old state too. Only
     for a body that walks no graph and steps nothing; None otherwise."""
     it = stmt.iter
-    if not (type(it) is cst.Call and not it.args and type(it.func) is cst.Attribute
+    if not (type(it) is cst_nodes.Call and not it.args and type(it.func) is cst_nodes.Attribute
             and it.func.attr.value in torch_api.SUBMODULE_METHODS and dotted_name(it.func.value) is not None
             and stmt.orelse is None and not _walks_or_steps(stmt.body)):
         return None
@@ -335,7 +335,7 @@ def _each_submodule(frame: Frame, stmt: cst.For, state: State) -> Optional[State
 
 def _walks_or_steps(body: cst.CSTNode) -> bool:
     """Does `body` call anything named `backward`, `grad` or `step`?"""
-    return any(type(node) is cst.Call and type(node.func) is cst.Attribute
+    return any(type(node) is cst_nodes.Call and type(node.func) is cst_nodes.Attribute
                and node.func.attr.value in ("backward", "grad", "step", "manual_backward")
                for node in walk_nodes(body))
 
@@ -447,7 +447,7 @@ def iterates_at_least_once(iterable: cst.BaseExpression, frame: Optional[Frame] 
     is not empty; a non-empty literal list or tuple?"""
     if isinstance(iterable, (cst.List, cst.Tuple)):
         return bool(iterable.elements) and not any(isinstance(e, cst.StarredElement) for e in iterable.elements)
-    if type(iterable) is not cst.Call or dotted_name(iterable.func) != "range":
+    if type(iterable) is not cst_nodes.Call or dotted_name(iterable.func) != "range":
         return False
     bounds = [arg.value for arg in iterable.args]
     if len(bounds) not in (1, 2) or any(arg.keyword is not None or arg.star for arg in iterable.args):
@@ -462,9 +462,9 @@ def iterates_at_least_once(iterable: cst.BaseExpression, frame: Optional[Frame] 
 def _integer(expr: cst.BaseExpression, frame: Optional[Frame]) -> Optional[int]:
     """The value of an integer literal, or of a name the module binds once,
     at its top level, to one, and that the loop's scope does not bind."""
-    if type(expr) is cst.Integer:
+    if type(expr) is cst_nodes.Integer:
         return int(expr.value, 0)
-    if type(expr) is not cst.Name or frame is None:
+    if type(expr) is not cst_nodes.Name or frame is None:
         return None
     if not frame.is_module and expr.value in _locally_bound(frame.scope):
         return None
@@ -479,18 +479,19 @@ def _module_integers(module: cst.Module) -> dict[str, int]:
         return {}  # a star import may bind any of them
     found: dict[str, int] = {}
     for line in module.body:
-        if type(line) is not cst.SimpleStatementLine:
+        if type(line) is not cst_nodes.SimpleStatementLine:
             continue
         for small in line.body:
-            if type(small) is not cst.Assign or len(small.targets) != 1:
+            if type(small) is not cst_nodes.Assign or len(small.targets) != 1:
                 continue
             target, value = small.targets[0].target, small.value
             pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = [(target, value)]
-            if (type(target) is cst.Tuple and type(value) is cst.Tuple and len(target.elements) == len(value.elements)
-                    and not any(type(e) is cst.StarredElement for e in (*target.elements, *value.elements))):
+            if (type(target) is cst_nodes.Tuple and type(value) is cst_nodes.Tuple
+                    and len(target.elements) == len(value.elements)
+                    and not any(type(e) is cst_nodes.StarredElement for e in (*target.elements, *value.elements))):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]  # `n_g, n_d = 2, 1`
             for bound, literal in pairs:
-                if type(bound) is cst.Name and type(literal) is cst.Integer and counts[bound.value] == 1:
+                if type(bound) is cst_nodes.Name and type(literal) is cst_nodes.Integer and counts[bound.value] == 1:
                     found[bound.value] = int(literal.value, 0)
     return found
 
@@ -591,7 +592,7 @@ def _exec_with(frame: Frame, stmt: cst.With, state: State, block: Sequence[cst.C
     no_grad = state.no_grad
     for item in stmt.items:
         expr = item.item
-        func = expr.func if type(expr) is cst.Call else expr
+        func = expr.func if type(expr) is cst_nodes.Call else expr
         name = frame.canonical(func)
         if name in torch_api.NO_GRAD_CONTEXTS:
             no_grad = True
@@ -599,7 +600,7 @@ def _exec_with(frame: Frame, stmt: cst.With, state: State, block: Sequence[cst.C
         if name in torch_api.GRAD_CONTEXTS:
             no_grad = False
             continue
-        if name in torch_api.SET_GRAD and type(expr) is cst.Call and expr.args:
+        if name in torch_api.SET_GRAD and type(expr) is cst_nodes.Call and expr.args:
             flag = grad_mode.grad_enabled(expr.args[0].value, state, fact_keys(frame, state))
             if flag is not None:
                 no_grad = not flag
@@ -624,7 +625,7 @@ def _exec_try(frame: Frame, stmt: cst.Try, state: State, block: Sequence[cst.CST
     for handler in stmt.handlers:
         start = State.join(state, reached)
         if handler.name is not None:
-            start.env.pop(handler.name.name.value if type(handler.name.name) is cst.Name else "", None)
+            start.env.pop(handler.name.name.value if type(handler.name.name) is cst_nodes.Name else "", None)
         result = State.join(result, frame.exec_block(handler.body.body, start))
     if stmt.finalbody is not None:
         result = frame.exec_block(stmt.finalbody.body.body, result)
@@ -667,7 +668,7 @@ def _exec_assign(frame: Frame, small: cst.Assign, state: State) -> None:
         unseen = [v for v in vals if isinstance(v, AbstractNode) and v.saves is ops.Saves.UNKNOWN]
         vals = vals.difference(unseen) | wrapped
     for target in small.targets:
-        if type(target.target) is cst.Attribute and target.target.attr.value == "requires_grad":
+        if type(target.target) is cst_nodes.Attribute and target.target.attr.value == "requires_grad":
             frame.set_requires_grad(target.target, literal_bool(small.value), state)
         else:
             frame.bind(target.target, vals, state)
@@ -683,7 +684,7 @@ def _rewrapped_modules(frame: Frame, small: cst.Assign, state: State) -> Vals:
     result there would be a graph value made once, before the training loop,
     from the model's parameters, and every step's loss walks it."""
     value = small.value
-    if type(value) is not cst.Call or not value.args or len(small.targets) != 1:
+    if type(value) is not cst_nodes.Call or not value.args or len(small.targets) != 1:
         return EMPTY
     first = value.args[0]
     name = dotted_name(first.value)
@@ -699,7 +700,7 @@ def _exec_annassign(frame: Frame, small: cst.AnnAssign, state: State) -> None:
 
 def _exec_expr(frame: Frame, small: cst.Expr, state: State) -> None:
     frame.eval(small.value, state)
-    if type(small.value) is cst.Call:
+    if type(small.value) is cst_nodes.Call:
         grad_mode.note_mode_switch(small.value, state)  # `model.eval()`: the path knows `model.training`
 
 
@@ -733,15 +734,15 @@ def _exec_del(frame: Frame, small: cst.Del, state: State) -> None:
 
 
 def _delete(frame: Frame, target: cst.BaseExpression, state: State) -> None:
-    if type(target) in (cst.Tuple, cst.List):
+    if type(target) in (cst_nodes.Tuple, cst_nodes.List):
         for element in target.elements:  # type: ignore[attr-defined]
             _delete(frame, element.value, state)
         return
-    if type(target) is cst.Subscript and whole_slice(target):
+    if type(target) is cst_nodes.Subscript and whole_slice(target):
         for lst in (v for v in frame.eval(target.value, state) if isinstance(v, ListRef)):
             state.env[lst.key] = EMPTY  # `del lst[:]` empties the container, every alias sees it
         return
-    if type(target) is cst.Subscript:
+    if type(target) is cst_nodes.Subscript:
         held = [v for v in frame.eval(target.value, state) if isinstance(v, ListRef) and v.mapping]
         for lst in held:  # `del d["loss"]`: that key's value is gone
             mappings.remove(state, lst, literal_key(target), len(held) == 1, frame.store.slot_names(lst))
@@ -767,7 +768,7 @@ def _exec_augassign(frame: Frame, stmt: cst.AugAssign, state: State) -> None:
     prior = frame.eval(stmt.target, state)
     added = frame.eval(stmt.value, state)
     staleness.on_update(frame, stmt, prior, state)  # `p -= lr * p.grad` under no_grad changes `p` in place
-    if type(stmt.target) is cst.Attribute and stmt.target.attr.value in ops.UNTRACKING_ATTRIBUTES:
+    if type(stmt.target) is cst_nodes.Attribute and stmt.target.attr.value in ops.UNTRACKING_ATTRIBUTES:
         return  # `w.data += delta` writes the numbers of `w`, outside autograd: no graph is kept
     symbol = _AUG_SYMBOLS.get(type(stmt.operator))
     lists = [v for v in prior if isinstance(v, ListRef)]
@@ -790,9 +791,9 @@ def _exec_augassign(frame: Frame, stmt: cst.AugAssign, state: State) -> None:
 def _note_assign_accumulation(frame: Frame, stmt: cst.Assign, state: State) -> None:
     """`total = total + x` (either order): the same accumulation as `+=`."""
     value = stmt.value
-    if len(stmt.targets) != 1 or type(value) is not cst.BinaryOperation:
+    if len(stmt.targets) != 1 or type(value) is not cst_nodes.BinaryOperation:
         return
-    if type(value.operator) not in (cst.Add, cst.Subtract):
+    if type(value.operator) not in (cst_nodes.Add, cst_nodes.Subtract):
         return
     target = stmt.targets[0].target
     key = frame.target_key(target)
@@ -833,9 +834,10 @@ def note_accumulation(frame: Frame, statement: cst.CSTNode, target: cst.BaseExpr
 def _freeze_parameters_loop(frame: Frame, stmt: cst.For, state: State) -> None:
     """`for p in model.parameters(): p.requires_grad = False` freezes `model`."""
     it = stmt.iter
-    if not (type(it) is cst.Call and type(it.func) is cst.Attribute):
+    if not (type(it) is cst_nodes.Call and type(it.func) is cst_nodes.Attribute):
         return
-    if it.func.attr.value not in torch_api.PARAMETER_METHODS or type(stmt.target) not in (cst.Name, cst.Tuple):
+    if (it.func.attr.value not in torch_api.PARAMETER_METHODS
+            or type(stmt.target) not in (cst_nodes.Name, cst_nodes.Tuple)):
         return
     if not _switches_off_gradients(stmt.body.body):
         return
@@ -854,21 +856,21 @@ def _switches_off_gradients(body: Sequence[cst.CSTNode]) -> bool:
     """Does a statement of `body` switch a tensor off: `x.requires_grad = False`
     or `x.requires_grad_(False)`?"""
     for stmt in walk_statements(body):
-        if type(stmt) is cst.Assign:
+        if type(stmt) is cst_nodes.Assign:
             if literal_bool(stmt.value) is False and any(
-                type(t.target) is cst.Attribute and t.target.attr.value == "requires_grad" for t in stmt.targets
+                type(t.target) is cst_nodes.Attribute and t.target.attr.value == "requires_grad" for t in stmt.targets
             ):
                 return True
-        elif type(stmt) is cst.Expr and type(stmt.value) is cst.Call:
+        elif type(stmt) is cst_nodes.Expr and type(stmt.value) is cst_nodes.Call:
             call = stmt.value
-            if (type(call.func) is cst.Attribute and call.func.attr.value == "requires_grad_" and call.args
+            if (type(call.func) is cst_nodes.Attribute and call.func.attr.value == "requires_grad_" and call.args
                     and literal_bool(call.args[0].value) is False):
                 return True
     return False
 
 
 def has_loop(fn: cst.FunctionDef) -> bool:
-    return any(type(stmt) in (cst.For, cst.While) for stmt in walk_statements(fn.body.body, False))
+    return any(type(stmt) in (cst_nodes.For, cst_nodes.While) for stmt in walk_statements(fn.body.body, False))
 
 
 _COMPOUND: dict[type, Callable] = {

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tapelint import ops
-from tapelint.analysis import paths, staleness, torch_api
+from tapelint.analysis import cst_nodes, paths, staleness, torch_api
 from tapelint.analysis.imports import dotted_name
 from tapelint.analysis.interp import grad_mode, iteration
 from tapelint.analysis.interp.statements import fact_keys, note_accumulation
@@ -113,11 +113,11 @@ def _detach_in_place(frame: Frame, call: cst.Call, receiver: cst.BaseExpression,
     history, so what names it (the variable, or that position of the tuple
     the variable holds) holds a tensor without history from here on."""
     detached = frozenset((frame.store.node(frame, state, call, "detach_", (), Saves.NOTHING, Tracked.NO, leaf=True),))
-    if type(receiver) in (cst.Name, cst.Attribute):
+    if type(receiver) in (cst_nodes.Name, cst_nodes.Attribute):
         frame.bind(receiver, detached, state)
         return
     index = _literal_position(receiver)
-    if index is None or type(receiver.value) not in (cst.Name, cst.Attribute):  # type: ignore[attr-defined]
+    if index is None or type(receiver.value) not in (cst_nodes.Name, cst_nodes.Attribute):  # type: ignore[attr-defined]
         return
     held = frame.eval(receiver.value, state)  # type: ignore[attr-defined]
     if any(isinstance(v, TupleVal) and -len(v.items) <= index < len(v.items) for v in held):
@@ -127,10 +127,10 @@ def _detach_in_place(frame: Frame, call: cst.Call, receiver: cst.BaseExpression,
 
 def _literal_position(expr: cst.BaseExpression) -> Optional[int]:
     """The literal position `t[1]` reads, if that is all it reads."""
-    if type(expr) is not cst.Subscript or len(expr.slice) != 1:
+    if type(expr) is not cst_nodes.Subscript or len(expr.slice) != 1:
         return None
     element = expr.slice[0].slice
-    if type(element) is cst.Index and type(element.value) is cst.Integer:
+    if type(element) is cst_nodes.Index and type(element.value) is cst_nodes.Integer:
         return int(element.value.value, 0)
     return None
 
@@ -229,9 +229,9 @@ def _copy_into(frame: Frame, receiver: cst.BaseExpression, tensors: Vals, copied
     its history, besides what it held (PyTorch's CopySlices keeps both graphs),
     like a container of the values written into it."""
     written = receiver
-    while type(written) is cst.Subscript:
+    while type(written) is cst_nodes.Subscript:
         written = written.value
-    if type(written) in (cst.Name, cst.Attribute):
+    if type(written) in (cst_nodes.Name, cst_nodes.Attribute):
         held = tensors if written is receiver else frame.eval(written, state)
         frame.bind(written, held | copied, state)
     return tensors | copied
@@ -291,7 +291,7 @@ def _register_hooks(frame: Frame, tensors: list, hooks: Vals) -> None:
 def _own_method(frame: Frame, expr: cst.BaseExpression) -> Vals:
     """`self.forget` in a method run on an object: that object's method (as
     a value elsewhere, `self.<method>` stays unknown)."""
-    if (type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self"
+    if (type(expr) is cst_nodes.Attribute and type(expr.value) is cst_nodes.Name and expr.value.value == "self"
             and frame.obj is not None and frame.owner is not None and expr.attr.value in frame.owner.methods):
         return frozenset((MethodRef(frame.obj, expr.attr.value),))
     return EMPTY
@@ -386,7 +386,7 @@ def walked_components(root: GraphValue, functions: frozenset[str] = frozenset())
     origins: dict[object, list[int]] = {}
     for key, node in nodes.items():
         if _is_origin(node, functions):
-            callee = dotted_name(node.site.func) if type(node.site) is cst.Call else None
+            callee = dotted_name(node.site.func) if type(node.site) is cst_nodes.Call else None
             origins.setdefault(callee or key, []).append(key)
     if not origins:
         return []
@@ -411,10 +411,10 @@ def _is_origin(node: AbstractNode, functions: frozenset[str]) -> bool:
     tensor operation on data (operators, indexing, `float()`, the op table's
     functions) or a function named by its import or definition?"""
     site = node.site
-    if type(site) is not cst.Call:
+    if type(site) is not cst_nodes.Call:
         return node.leaf
     func = site.func
-    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    name = func.attr.value if type(func) is cst_nodes.Attribute else func.value if type(func) is cst_nodes.Name else ""
     head = (dotted_name(func) or "").partition(".")[0]
     if head in functions:
         return False
