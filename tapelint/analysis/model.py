@@ -161,7 +161,13 @@ OPAQUE: Final = AbstractNode(
 )
 
 
-@dataclass(frozen=True)
+# The values every set operation of the state hashes and compares write their
+# `__eq__` and `__hash__` out: mypyc compiles these, where a dataclass's
+# generated ones run as Python (`docs/performance.md`). Nodes and objects
+# compare by identity, as they do in a dataclass's field tuple.
+
+
+@dataclass(frozen=True, eq=False)
 class ModuleRef:
     """An `nn.Module` instance: calling it records graph nodes."""
 
@@ -189,6 +195,18 @@ class ModuleRef:
         construction site, or for an instance of a user class, the class (its
         layers are the ones its `__init__` builds, for every instance)."""
         return self.user_class if self.user_class is not None else self.site
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ModuleRef:
+            return NotImplemented
+        return (self.class_name == other.class_name and self.parametric == other.parametric
+                and self.saves == other.saves and self.recurrent == other.recurrent and self.frozen == other.frozen
+                and self.user_class is other.user_class and self.site is other.site and self.instance is other.instance
+                and self.layers == other.layers)
+
+    def __hash__(self) -> int:
+        return hash((self.class_name, self.parametric, self.saves, self.recurrent, self.frozen, id(self.user_class),
+                     id(self.site), id(self.instance), self.layers))
 
 
 @dataclass(eq=False)
@@ -247,15 +265,23 @@ class RecordClass:
     fields: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TupleVal:
     """A tuple whose positions are kept apart, so unpacking it is precise.
     Build one with `tuple_of`, which bounds the nesting. `record`: the
     named-tuple class that built it (`entry.log_pi_a`, `entry.__class__`)."""
 
     items: tuple[frozenset, ...]
-    depth: int = field(default=1, compare=False)
+    depth: int = 1  # (not compared: a function of `items`)
     record: Optional[RecordClass] = None
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TupleVal:
+            return NotImplemented
+        return self.items == other.items and self.record == other.record
+
+    def __hash__(self) -> int:
+        return hash((self.items, self.record))
 
 
 def tuple_of(items: Iterable[frozenset], record: Optional[RecordClass] = None) -> TupleVal:
@@ -278,13 +304,21 @@ def spread(values: frozenset) -> Iterator:
             yield value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LibraryObject:
     """An instance of a library class (`GPTLMLoss()`, `ArgumentParser()`):
     calling it may build graph from what it is given (a loss object), its
     methods are not known to (`parser.parse_args()`)."""
 
     class_name: str
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not LibraryObject:
+            return NotImplemented
+        return self.class_name == other.class_name
+
+    def __hash__(self) -> int:
+        return hash(self.class_name)
 
 
 @dataclass(frozen=True)

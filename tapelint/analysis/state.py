@@ -115,7 +115,7 @@ class State:
         joined = State(env, released, retained, kept, a.no_grad and b.no_grad, stale)
         if a.facts or b.facts or a.guards or b.guards:
             joined.facts = a.facts & b.facts
-            differ.extend(a.env.keys() - b.env.keys())
+            differ.extend(name for name in a.env if name not in b.env)  # (no set of every key: a join per branch)
             joined.guards = _join_guards(a, b, joined, differ)
         return joined
 
@@ -200,22 +200,6 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
     `differ`: the names not bound to the same object on both sides (a name
     bound to one object on both sides is only looked at when guarded)."""
     guards: dict[Slot, Facts] = {}
-
-    def merge(slot: Slot, in_a: bool, in_b: bool) -> None:
-        ga, gb = a.guards.get(slot, NO_FACTS), b.guards.get(slot, NO_FACTS)
-        # (the same set kept where the union or intersection is one side: the
-        # guards of a join then share a few sets, which `assume` and `rebound` judge once)
-        if in_a and in_b:
-            guard = ga if ga is gb else ga & gb
-        else:
-            guard, facts = (ga, a.facts) if in_a else (gb, b.facts)
-            if not guard or guard is facts:
-                guard = facts
-            elif facts:
-                guard = guard | facts
-        if guard:
-            guards[slot] = guard
-
     guarded: set[str] = set()  # the names with a guarded value
     regions: set[str] = set()  # the regions with a guarded key
     for slots in (a.guards, b.guards):
@@ -232,14 +216,31 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
         if va == vb and name not in guarded:
             continue  # the same values on both sides, unguarded: nothing to say
         for value in vals:
-            merge(("env", name, value), value in va, value in vb)
+            _merge_guard(a, b, guards, ("env", name, value), value in va, value in vb)
     for region in _REGIONS:
         ra, rb = a.region(region), b.region(region)
         if region not in regions and ra.keys() == rb.keys():
             continue
         for key in joined.region(region):
-            merge((region, key), key in ra, key in rb)
+            _merge_guard(a, b, guards, (region, key), key in ra, key in rb)
     return guards
+
+
+def _merge_guard(a: State, b: State, guards: dict[Slot, Facts], slot: Slot, in_a: bool, in_b: bool) -> None:
+    """The guard of `slot` in the join of `a` and `b` (none: unguarded)."""
+    ga, gb = a.guards.get(slot, NO_FACTS), b.guards.get(slot, NO_FACTS)
+    # (the same set kept where the union or intersection is one side: the
+    # guards of a join then share a few sets, which `assume` and `rebound` judge once)
+    if in_a and in_b:
+        guard = ga if ga is gb else ga & gb
+    else:
+        guard, facts = (ga, a.facts) if in_a else (gb, b.facts)
+        if not guard or guard is facts:
+            guard = facts
+        elif facts:
+            guard = guard | facts
+    if guard:
+        guards[slot] = guard
 
 
 def _user_name(key: str) -> Optional[str]:
@@ -275,21 +276,22 @@ def carry(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) ->
                     value.name = shown
         env[name] = vals if carried == vals else carried  # (the same binding where nothing changed)
 
-    def age(keys: dict[Key, E]) -> dict[Key, E]:
-        """This iteration's tensors (and those of loops nested in this one)
-        become "the previous iteration's"; older ones stay older."""
-        aged: dict[Key, E] = {}
-        for (node, when), event in keys.items():
-            if loop in node.loops:
-                when = older(node, when, loop) if when is not None else loop
-            aged.setdefault((node, when), event)
-        return aged
-
-    result = State(env, age(state.released), age(state.retained), age(state.kept), state.no_grad, age(state.stale),
-                   state.ended, state.facts)
+    result = State(env, _aged(state.released, loop), _aged(state.retained, loop), _aged(state.kept, loop),
+                   state.no_grad, _aged(state.stale, loop), state.ended, state.facts)
     if state.guards:
         result.guards = _carry_guards(state, loop, stand_in)
     return result
+
+
+def _aged(keys: dict[Key, E], loop: Loop) -> dict[Key, E]:
+    """This iteration's tensors (and those of loops nested in this one)
+    become "the previous iteration's"; older ones stay older."""
+    aged: dict[Key, E] = {}
+    for (node, when), event in keys.items():
+        if loop in node.loops:
+            when = older(node, when, loop) if when is not None else loop
+        aged.setdefault((node, when), event)
+    return aged
 
 
 def _carry_guards(state: State, loop: Loop, stand_in: Callable[[Value, Loop], Value]) -> dict[Slot, Facts]:
