@@ -121,3 +121,17 @@ def test_source_lines_of_every_fixture_join_to_its_text_and_count_as_cpython_doe
         assert "".join(lines) == text
         last = max((getattr(node, "end_lineno", 0) or 0 for node in ast.walk(ast.parse(text))), default=0)
         assert len(lines) >= last
+
+
+def test_nodes_hash_by_identity_in_c() -> None:
+    """Every node class libcst defines hashes with `object.__hash__` (the
+    same identity hash as libcst's Python method, without the call); two
+    equal-looking nodes stay two keys."""
+    classes = [getattr(cst, name) for name in dir(cst)]
+    nodes = [kind for kind in classes if isinstance(kind, type) and issubclass(kind, cst.CSTNode)]
+    assert len(nodes) > 100
+    assert all(kind.__hash__ is object.__hash__ for kind in nodes)
+    first, second = cst.Name("x"), cst.Name("x")
+    assert first.deep_equals(second) and first != second
+    assert {first: 1, second: 2}[first] == 1 and len({first, second}) == 2
+    assert hash(first) == hash(first) and first in {first}
