@@ -30,6 +30,7 @@ import codecs
 import errno
 import io
 import os
+import re
 import stat
 import tokenize
 from collections.abc import Iterable, Iterator
@@ -213,3 +214,25 @@ def decode_source(data: bytes) -> str:
             f"cannot decode byte 0x{data[exc.start]:02x} at {line}:{column} as {encoding}"
             + (hint if encoding == "utf-8" else "")
         ) from None
+
+
+# A line as CPython counts them (`\n`, `\r\n` or a lone `\r` ends it).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
+
+
+def source_lines(source: str) -> list[str]:
+    """`source`'s lines as CPython numbers them, each with its line break."""
+    if _only_python_breaks(source):
+        return source.splitlines(keepends=True)  # (the same lines, a tenth of the cost)
+    lines = [m.group() for m in _LINE.finditer(source)]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _only_python_breaks(source: str) -> bool:
+    """`source` holds none of the characters `str.splitlines` also breaks at
+    (substring searches: a character class costs ten times more)."""
+    if "\v" in source or "\f" in source or "\x1c" in source or "\x1d" in source or "\x1e" in source:
+        return False
+    return source.isascii() or not ("\x85" in source or "\u2028" in source or "\u2029" in source)

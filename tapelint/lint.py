@@ -45,6 +45,7 @@ from tapelint.analysis.project import CACHE as PARSED
 from tapelint.analysis.project import QUICK_CACHE
 from tapelint.analysis.thin import left_out, thin_source
 from tapelint.diagnostics import Diagnostic, FileError, FileResult, Range
+from tapelint.files import source_lines
 from tapelint.origins import Positions, positions_in, with_origins
 from tapelint.positions import StatementPositions
 from tapelint.precheck import may_hold_hazard, may_hold_hazard_in_tree
@@ -181,7 +182,7 @@ def _python_refusal(source: str, path: str, target: PythonVersion) -> _Refusal |
         with _as_python_compiles():
             compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        diagnostic = ParseError.from_python_error(exc, source.splitlines(keepends=True), path)
+        diagnostic = ParseError.from_python_error(exc, source_lines(source), path)
         return _Refusal(diagnostic, for_libcst=target > RUNNING and _newer_python_may_parse(source, exc))
     except RecursionError:
         return _Refusal(ParseError.refused("too deeply nested for CPython's compiler", path))

@@ -1,6 +1,6 @@
 """`analysis.parsing.parse_module`: the same tree as libcst's parse, for less;
 validation is skipped only by the thread that parses, while it parses.
-`source_lines`: lines as CPython numbers them."""
+`files.source_lines`: lines as CPython numbers them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import weakref
 import libcst as cst
 import pytest
 
-from tapelint.analysis.parsing import parse_module, source_lines
+from tapelint.analysis.parsing import parse_module
+from tapelint.files import source_lines
 from tapelint.runner import settle_heap
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -5,11 +5,14 @@ depth), and a BOM in text handed to `lint_source` is stripped."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import time
 
 import pytest
 
 from tapelint import lint
+from tapelint.cli import main
 from tapelint.lint import lint_source
 from tapelint.settings import RUNNING, Settings
 
@@ -122,3 +125,18 @@ def test_too_large_for_the_memory_budget_is_one_error() -> None:
     [error] = result.errors
     assert error.message.startswith("too large to check within the per-file memory budget (1 MB")
     assert lint_source(source, "big.py", Settings()).errors == ()
+
+
+def test_a_form_feed_is_no_line_break_for_a_syntax_error(tmp_path) -> None:
+    """CPython breaks lines at `\\n`, `\\r\\n` and `\\r` only; `str.splitlines`
+    also at a form feed (an editor's page break). TL900's column and the
+    snippet the text output shows come from the line CPython means."""
+    source = "x = 1  # page\x0cbreak\ny = (\n"
+    [diagnostic] = lint_source(source, "x.py", Settings()).diagnostics
+    assert (diagnostic.code, diagnostic.range.start.line, diagnostic.range.start.column) == ("TL900", 2, 4)
+    path = tmp_path / "page.py"
+    path.write_text(source, encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["check", "--no-cache", str(path)])
+    assert f"{path}:2:5: TL900" in out.getvalue() and "2 | y = (" in out.getvalue()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,28 +92,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-
-
-# A line as CPython counts them (`\n`, `\r\n` or a lone `\r` ends it).
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
-
-
-def source_lines(source: str) -> list[str]:
-    """`source`'s lines as CPython numbers them, each with its line break."""
-    if _only_python_breaks(source):
-        return source.splitlines(keepends=True)  # (the same lines, a tenth of the cost)
-    lines = [m.group() for m in _LINE.finditer(source)]
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _only_python_breaks(source: str) -> bool:
-    """`source` holds none of the characters `str.splitlines` also breaks at
-    (substring searches: a character class costs ten times more)."""
-    if "\v" in source or "\f" in source or "\x1c" in source or "\x1d" in source or "\x1e" in source:
-        return False
-    return source.isascii() or not ("\x85" in source or "\u2028" in source or "\u2029" in source)
 
 
 def span(stmt: ast.stmt) -> tuple[int, int]:

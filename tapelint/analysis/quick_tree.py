@@ -36,7 +36,8 @@ from typing import Any, Final, Optional, Union, cast
 import libcst as cst
 
 from tapelint.analysis import ast_nodes, cst_nodes
-from tapelint.analysis.parsing import python_tree, source_lines, span
+from tapelint.analysis.parsing import python_tree, span
+from tapelint.files import source_lines
 
 # `TAPELINT_QUICK=0`: every tree is libcst's (to compare, or to rule this module out).
 ENABLED = os.environ.get("TAPELINT_QUICK", "1") != "0"

@@ -32,8 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tapelint.analysis.parsing import python_tree, source_lines, span
+from tapelint.analysis.parsing import python_tree, span
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
+from tapelint.files import source_lines
 from tapelint.precheck import holds_seed
 from tapelint.settings import Settings
 
