@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from tapelint.diagnostics import Diagnostic, FileResult
+from tapelint.files import line_texts
 from tapelint.notebooks import cell_lines, is_notebook
 
 VERSION = 1
@@ -107,7 +108,7 @@ def _digest(diagnostic: Diagnostic, text: str | None) -> str:
     elif is_notebook(diagnostic.path):
         lines = cell_lines(text).get(start.cell or 0, [])
     else:
-        lines = text.splitlines()
+        lines = line_texts(text)
     primary = " ".join(" ".join(lines[start.line - 1:end.line]).split())
     value = _QUOTED.search(diagnostic.message)
     material = "\0".join((diagnostic.code, primary, value[1] if value else ""))

@@ -230,6 +230,13 @@ def source_lines(source: str) -> list[str]:
     return lines
 
 
+def line_texts(source: str) -> list[str]:
+    """`source_lines` without their breaks: the text a diagnostic's line and
+    column index (`str.splitlines` also breaks at a form feed, and would
+    put every line after one out of step)."""
+    return [line.rstrip("\r\n") for line in source_lines(source)]
+
+
 def _only_python_breaks(source: str) -> bool:
     """`source` holds none of the characters `str.splitlines` also breaks at
     (substring searches: a character class costs ten times more)."""

@@ -56,6 +56,7 @@ from tapelint.diagnostics import (
     Safety,
     Semantics,
 )
+from tapelint.files import line_texts
 from tapelint.lint import lint_source
 from tapelint.rules import resolve
 from tapelint.rules.tl901_unused_suppression import UnusedSuppression
@@ -120,7 +121,7 @@ def scan(source: str) -> Scan:
     """Find the directives. Cheap when the text names none (most files)."""
     if not _ANY_DIRECTIVE.search(source):
         return Scan()
-    lines = source.splitlines()
+    lines = line_texts(source)
     directives: list[Directive] = []
     statements: list[tuple[int, int]] = []
     skip_file = False
@@ -267,7 +268,7 @@ def apply(result: FileResult, found: Scan, source: str, settings: Settings) -> F
         else:
             used[suppressor].add(diagnostic.code)
     if settings.report_unused_suppressions and settings.enabled(UnusedSuppression.code):
-        lines = source.splitlines()
+        lines = line_texts(source)
         unused = (_unused(directive, codes, lines, result.path, settings) for directive, codes in used.items())
         kept += [diagnostic for diagnostic in unused if diagnostic is not None]
         kept.sort(key=lambda d: d.sort_key)

@@ -116,6 +116,16 @@ def test_unused_suppressions_are_reported_only_when_asked():
     assert fix.safety.value == "safe" and [e.new_text for e in fix.edits] == ["# noqa: E501"]
 
 
+
+def test_an_unused_suppression_after_a_form_feed_is_read_from_its_own_line():
+    """A form feed is no line break to CPython, whose tokenizer numbers the
+    directive's line: the message quotes the directive, not the text after
+    the page break (which `str.splitlines` made a line of its own)."""
+    source = "x = 1  # page\x0cbreak\ny = 2  # noqa: TL001\n"
+    (unused,) = lint_module(source, "a.py", REPORT_UNUSED).diagnostics
+    assert (unused.code, unused.range.start.line) == ("TL901", 2)
+    assert unused.message == "unused suppression `# noqa: TL001`: TL001 suppresses nothing here"
+
 @pytest.mark.parametrize(
     "comment, problem",
     [

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from tapelint.diagnostics import Diagnostic, FileError, Position, Range, Safety
-from tapelint.files import source_lines
+from tapelint.files import line_texts
 from tapelint.fixes.safety import Fixable, applicable_fix
 from tapelint.reporters.base import Report, ReportOptions
 
@@ -64,8 +64,7 @@ def report(report: Report, out: TextIO, options: ReportOptions) -> None:
     def lines_of(path: str) -> Sequence[str] | None:
         if path not in lines_cache:
             source = options.read_source(path)
-            # (lines as CPython numbers them: a form feed is no line break)
-            lines_cache[path] = [line.rstrip("\r\n") for line in source_lines(source)] if source is not None else None
+            lines_cache[path] = line_texts(source) if source is not None else None
         return lines_cache[path]
 
     for error in report.path_errors:
