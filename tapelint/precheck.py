@@ -37,9 +37,9 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TypeVar
 
 from tapelint.analysis import reads
 from tapelint.analysis.parsing import python_tree
@@ -217,39 +217,58 @@ def _imported_files(specs: tuple[ImportSpec, ...], importer: str, settings: Sett
 _A_PACKAGE = "<a package>"
 
 
-# (path, mtime, size, names) -> (holds a marker, tracks, accumulates, its imports, content digest)
-_MARKERS: dict[tuple, tuple[bool, bool, bool, tuple[ImportSpec, ...], str]] = {}
+# (holds a marker, tracks by construction, holds a loop that accumulates, its imports)
+_Markers = tuple[bool, bool, bool, tuple[ImportSpec, ...]]
+_NO_MARKERS: _Markers = (False, False, False, ())
+# (path, mtime, size, names) -> (its markers, content digest)
+_MARKERS: dict[tuple, tuple[_Markers, str]] = {}
 
 
-def _markers_of(path: str, settings: Settings) -> tuple[bool, bool, bool, tuple[ImportSpec, ...]]:
+def _markers_of(path: str, settings: Settings) -> _Markers:
     """Whether the module at `path` holds a marker, tracks by construction,
     holds a loop that accumulates, and its imports (through which it
     re-exports other modules' names and calls their functions)."""
+    return _module_fact(_MARKERS, path, settings, _read_markers, _NO_MARKERS)
+
+
+def _read_markers(data: bytes, settings: Settings) -> _Markers:
+    try:
+        code = _COMMENT_LINE.sub("", decode_source(data))
+    except SourceError:
+        return _NO_MARKERS
+    tracks, accumulates = _tracks_by_construction(code), _accumulates(code)
+    marked = (tracks and accumulates) or _backward_marker(code, settings)  # `_has_marker`
+    return marked, tracks, accumulates, _imports_of(code)
+
+
+_Fact = TypeVar("_Fact")
+
+
+def _module_fact(cache: dict[tuple, tuple[_Fact, str]], path: str, settings: Settings,
+                 read: Callable[[bytes, Settings], _Fact], unread: _Fact) -> _Fact:
+    """`read` of the bytes of the module at `path`, once per process while
+    they are unchanged (`cache`, by path, modification time, size and the
+    configured names); `unread` when it cannot be read. Each answer notes
+    in `reads` what it rests on, so the result cache lints the file again
+    when the module changes."""
     try:
         stat = os.stat(path)
     except OSError:
         reads.path_state(path)
-        return False, False, False, ()
+        return unread
     key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
-    found = _MARKERS.get(key)
+    found = cache.get(key)
     if found is None:
-        if len(_MARKERS) > 4096:
-            _MARKERS.clear()
         try:
             data = read_bytes(path)
         except SourceError:
             reads.path_state(path)
-            return False, False, False, ()
-        try:
-            code = _COMMENT_LINE.sub("", decode_source(data))
-            tracks, accumulates = _tracks_by_construction(code), _accumulates(code)
-            marked = (tracks and accumulates) or _backward_marker(code, settings)  # `_has_marker`
-            imports = _imports_of(code)
-        except SourceError:
-            marked, tracks, accumulates, imports = False, False, False, ()
-        found = _MARKERS[key] = (marked, tracks, accumulates, imports, reads.content_digest(data))
-    reads.note_content(path, found[4])
-    return found[0], found[1], found[2], found[3]
+            return unread
+        if len(cache) > 4096:
+            cache.clear()
+        found = cache[key] = (read(data, settings), reads.content_digest(data))
+    reads.note_content(path, found[1])
+    return found[0]
 
 
 def _has_marker(source: str, settings: Settings) -> bool:
@@ -299,7 +318,7 @@ _NO_TOTALS = Totals(frozenset(), frozenset())
 _KEEPS = _ModuleFacts(True, _NO_TOTALS, ())
 _NOT_LOADED = _ModuleFacts(False, _NO_TOTALS, ())  # unreadable or too large: the analysis never loads it
 # (path, mtime, size, names) -> (its facts, content digest)
-_FACTS: dict[tuple, tuple[_ModuleFacts, Optional[str]]] = {}
+_FACTS: dict[tuple, tuple[_ModuleFacts, str]] = {}
 
 
 def may_hold_hazard_in_tree(source: str, tree: ast.Module, settings: Settings, path: str) -> bool:
@@ -359,43 +378,22 @@ def _import_specs(tree: ast.Module) -> tuple[tuple[int, str], ...]:
 
 
 def _facts_of(path: str, settings: Settings) -> _ModuleFacts:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        reads.path_state(path)
-        return _NOT_LOADED
-    key = (path, stat.st_mtime_ns, stat.st_size, settings.backward_functions, settings.tracked_functions)
-    found = _FACTS.get(key)
-    if found is None:
-        if len(_FACTS) > 4096:
-            _FACTS.clear()
-        found = _FACTS[key] = _read_facts(path, settings)
-    facts, digest = found
-    if digest is None:
-        reads.path_state(path)
-    else:
-        reads.note_content(path, digest)
-    return facts
+    return _module_fact(_FACTS, path, settings, _read_facts, _NOT_LOADED)
 
 
-def _read_facts(path: str, settings: Settings) -> tuple[_ModuleFacts, Optional[str]]:
-    try:
-        data = read_bytes(path)
-    except SourceError:
-        return _NOT_LOADED, None
-    digest = reads.content_digest(data)
+def _read_facts(data: bytes, settings: Settings) -> _ModuleFacts:
     if len(data) > MAX_MODULE_CHARS * 4:
-        return _NOT_LOADED, digest  # (as `project.ModuleCache.module` judges it)
+        return _NOT_LOADED  # (as `project.ModuleCache.module` judges it)
     try:
         text = decode_source(data)
     except SourceError:
-        return _NOT_LOADED, digest
+        return _NOT_LOADED
     if len(text) > MAX_MODULE_CHARS:
-        return _NOT_LOADED, digest
+        return _NOT_LOADED
     if _backward_marker(_COMMENT_LINE.sub("", text), settings):
-        return _KEEPS, digest
+        return _KEEPS
     try:
         tree = python_tree(text)
-        return _ModuleFacts(False, totals_of(tree), _import_specs(tree)), digest
+        return _ModuleFacts(False, totals_of(tree), _import_specs(tree))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _KEEPS, digest
+        return _KEEPS
