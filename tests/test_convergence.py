@@ -58,6 +58,39 @@ def test_every_fixture_lints_the_same_with_the_confirming_pass(profile, monkeypa
     assert settled_passes < 0.85 * passes[0]  # the comparison bites: that many passes were skipped
 
 
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_fixture_lints_the_same_when_loop_heads_must_have_the_same_guards(profile, monkeypatch):
+    """A loop head whose guards differ from the last one's only by facts
+    every path there has ends the loop (`state._same_guards`): a further pass
+    drops no value the last did not. Linted with heads compared guard by
+    guard (the criterion before), every fixture gives the same."""
+    from tapelint.analysis import state as lattice
+
+    settings = Settings(semantics=Semantics(profile), report_unused_suppressions=True)
+    settled = {path: _lint(path, settings) for path in FILES}
+    monkeypatch.setattr(lattice, "_same_guards", lambda a, b, facts: False)
+    compared = {path: _lint(path, settings) for path in FILES}
+    assert [path for path in FILES if settled[path] != compared[path]] == []
+
+
+def test_a_head_whose_guards_differ_only_by_the_paths_facts_ends_the_loop(monkeypatch):
+    # Every path in the loops has `real_data`. At the inner loop's head in the
+    # outer loop's second pass, the release of an earlier outer iteration's
+    # `loss` is guarded by `real_data` on one side of the comparison and not
+    # on the other: it excludes no path there, so a third pass would run the same.
+    from tapelint.analysis import state as lattice
+
+    source = ("import torch\n\nmodel = torch.nn.Linear(3, 1)\nif real_data:\n"
+              "    for stage, steps in enumerate([10, 20]):\n        for k in range(steps):\n"
+              "            with ctx:\n                loss = model(torch.randn(2, 3)).sum()\n"
+              "            loss.backward()\n")
+    with monkeypatch.context() as patched:
+        assert _passes(source, patched) == [2, 2, 2]
+    with monkeypatch.context() as patched:
+        patched.setattr(lattice, "_same_guards", lambda a, b, facts: False)
+        assert _passes(source, patched) == [2, 3, 2]  # the inner loop's second run
+
+
 def _passes(source: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many passes each run of a loop took, in the order the runs ended."""
     counts: list[int] = []

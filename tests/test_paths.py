@@ -104,6 +104,41 @@ def test_rebinding_a_name_forgets_the_facts_and_guards_about_it(rebound, forgott
     assert [set(g) for g in state.guards.values()] == [set(state.facts)]  # its own binding's guard is gone
 
 
+def test_a_value_both_sides_have_keeps_the_fact_every_path_of_one_side_has():
+    """Joined, a value is guarded by what holds wherever it is: on one side
+    every path has `F` (the side's facts), on the other the value is there
+    only where `F` holds (its guard). So a later `not F` branch drops it."""
+    from tapelint.analysis.state import State
+
+    value = object()
+    flag = Fact("cfg.prior", None, True)
+    inside = State({"prior": frozenset({value})}, {}, {})
+    inside.facts = frozenset({flag})
+    outside = State({"prior": frozenset({value})}, {}, {})
+    outside.guards = {("env", "prior", value): frozenset({flag})}
+    joined = State.join(inside, outside)
+    assert joined.facts == frozenset() and joined.guards == {("env", "prior", value): frozenset({flag})}
+    joined.assume(frozenset({flag.negated()}))
+    assert joined.env["prior"] == frozenset()
+
+
+def test_guards_that_differ_only_by_facts_every_path_has_are_the_same():
+    from tapelint.analysis.state import State
+
+    value = object()
+    flag, other = Fact("cfg.prior", None, True), Fact("cfg.mode", "'a'", True)
+
+    def state(guard: frozenset) -> State:
+        made = State({"x": frozenset({value})}, {}, {})
+        made.facts = frozenset({flag})
+        made.guards = {("env", "x", value): guard} if guard else {}
+        return made
+
+    assert state(frozenset({flag, other})).same(state(frozenset({other})))
+    assert state(frozenset({flag})).same(state(frozenset()))
+    assert not state(frozenset({other})).same(state(frozenset()))
+
+
 def test_same_flag_twice_prunes_the_cross_iteration_path():
     found = findings("""
         import torch

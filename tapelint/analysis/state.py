@@ -129,7 +129,7 @@ class State:
             and self.no_grad == other.no_grad
             and self.ended == other.ended
             and self.facts == other.facts
-            and self.guards == other.guards
+            and (self.guards == other.guards or _same_guards(self.guards, other.guards, self.facts))
         )
 
     # ------------------------------------------------------------ path facts
@@ -194,6 +194,20 @@ class State:
                 del self.guards[slot]
 
 
+def _same_guards(a: dict[Slot, Facts], b: dict[Slot, Facts], facts: Facts) -> bool:
+    """Do guards `a` and `b` drop the same values on paths that all have
+    `facts`? A guard's fact that every path has contradicts no branch a path
+    can take: only the rest of a guard tells (a loop head whose guards
+    differ only there needs no further pass)."""
+    if not facts:
+        return False
+    for slot in a.keys() | b.keys():
+        ga, gb = a.get(slot, NO_FACTS), b.get(slot, NO_FACTS)
+        if ga is not gb and ga - facts != gb - facts:
+            return False
+    return True
+
+
 def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> dict[Slot, Facts]:
     """A value (or region) both sides have is guarded by what both guards
     say; one that only one side has, by that side's guard and facts.
@@ -232,7 +246,8 @@ def _merge_guard(a: State, b: State, guards: dict[Slot, Facts], slot: Slot, in_a
     # (the same set kept where the union or intersection is one side: the
     # guards of a join then share a few sets, which `assume` and `rebound` judge once)
     if in_a and in_b:
-        guard = ga if ga is gb else ga & gb
+        # (a side's facts are every path's there: its values are guarded by them too)
+        guard = ga if ga is gb else (ga | a.facts) & (gb | b.facts)
     else:
         guard, facts = (ga, a.facts) if in_a else (gb, b.facts)
         if not guard or guard is facts:
