@@ -2,10 +2,13 @@
 graph only where it had not read it yet is the last one, and skipping the
 pass that would have confirmed it changes no result. Every fixture and every
 file of every fixture project lints the same with the confirming pass forced
-(the criterion before it existed) as without, under both semantics."""
+(the criterion before it existed) as without, under both semantics; so it
+does with each later shortcut taken back (heads compared guard by guard, or
+before the `for` target is bound)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,6 +42,16 @@ def _lint(path: Path, settings: Settings) -> str:
     return repr(lint_module(path.read_text(encoding="utf-8"), str(path), settings))
 
 
+def _differing(profile: str, monkeypatch: pytest.MonkeyPatch, undo: Callable[[pytest.MonkeyPatch], None]) -> list[Path]:
+    """The fixture files that lint otherwise once `undo` has taken a shortcut back."""
+    settings = Settings(semantics=Semantics(profile), report_unused_suppressions=True)
+    settled = {path: _lint(path, settings) for path in FILES}
+    with monkeypatch.context() as patched:
+        undo(patched)
+        compared = {path: _lint(path, settings) for path in FILES}
+    return [path for path in FILES if settled[path] != compared[path]]
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_fixture_lints_the_same_with_the_confirming_pass(profile, monkeypatch):
     settings = Settings(semantics=Semantics(profile), report_unused_suppressions=True)
@@ -64,13 +77,7 @@ def test_every_fixture_lints_the_same_when_loop_heads_must_have_the_same_guards(
     every path there has ends the loop (`state._same_guards`): a further pass
     drops no value the last did not. Linted with heads compared guard by
     guard (the criterion before), every fixture gives the same."""
-    from tapelint.analysis import state as lattice
-
-    settings = Settings(semantics=Semantics(profile), report_unused_suppressions=True)
-    settled = {path: _lint(path, settings) for path in FILES}
-    monkeypatch.setattr(lattice, "_same_guards", lambda a, b, facts: False)
-    compared = {path: _lint(path, settings) for path in FILES}
-    assert [path for path in FILES if settled[path] != compared[path]] == []
+    assert _differing(profile, monkeypatch, _guard_by_guard) == []
 
 
 def test_a_head_whose_guards_differ_only_by_the_paths_facts_ends_the_loop(monkeypatch):
@@ -78,17 +85,58 @@ def test_a_head_whose_guards_differ_only_by_the_paths_facts_ends_the_loop(monkey
     # outer loop's second pass, the release of an earlier outer iteration's
     # `loss` is guarded by `real_data` on one side of the comparison and not
     # on the other: it excludes no path there, so a third pass would run the same.
-    from tapelint.analysis import state as lattice
-
     source = ("import torch\n\nmodel = torch.nn.Linear(3, 1)\nif real_data:\n"
               "    for stage, steps in enumerate([10, 20]):\n        for k in range(steps):\n"
               "            with ctx:\n                loss = model(torch.randn(2, 3)).sum()\n"
               "            loss.backward()\n")
+    # (without: the inner loop's second run takes a third pass)
+    assert _passes_both_ways(source, monkeypatch, _guard_by_guard) == ([2, 2, 2], [2, 3, 2])
+
+
+def _guard_by_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heads compared guard by guard: the criterion before."""
+    from tapelint.analysis import state as lattice
+
+    monkeypatch.setattr(lattice, "_same_guards", lambda a, b, facts: False)
+
+
+def _without_rebinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heads compared as they are, not once the `for` target is bound: the criterion before."""
+    from tapelint.analysis.interp import statements
+
+    run_loop = statements.run_loop
+
+    def compared_unbound(*args, **kwargs):
+        kwargs.pop("rebinds", None)
+        return run_loop(*args, **kwargs)
+
+    monkeypatch.setattr(statements, "run_loop", compared_unbound)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_fixture_lints_the_same_when_heads_are_compared_before_the_target_is_bound(profile, monkeypatch):
+    assert _differing(profile, monkeypatch, _without_rebinds) == []
+
+
+def test_heads_the_same_once_the_target_is_bound_end_the_loop(monkeypatch):
+    # The head of the `tracker` loop keeps the last iteration's `images` guarded
+    # by `tracker.name == "wandb"`; binding `tracker` forgets that first thing.
+    source = ("import torch\n\nw = torch.randn(3, requires_grad=True)\nfor epoch in range(3):\n"
+              "    loss = (w * 2).sum()\n    loss.backward()\n    for tracker in trackers:\n"
+              "        if tracker.name == \"wandb\":\n            images = [torch.randn(3)]\n"
+              "            tracker.log(images)\n")
+    # (without: the inner loop's run in the outer loop's first pass takes a third)
+    assert _passes_both_ways(source, monkeypatch, _without_rebinds) == ([2, 2, 2], [3, 2, 2])
+
+
+def _passes_both_ways(source: str, monkeypatch: pytest.MonkeyPatch, undo: Callable[[pytest.MonkeyPatch], None]
+                      ) -> tuple[list[int], list[int]]:
+    """`_passes` as the analysis runs, and once `undo` has taken a shortcut back."""
     with monkeypatch.context() as patched:
-        assert _passes(source, patched) == [2, 2, 2]
+        settled = _passes(source, patched)
     with monkeypatch.context() as patched:
-        patched.setattr(lattice, "_same_guards", lambda a, b, facts: False)
-        assert _passes(source, patched) == [2, 3, 2]  # the inner loop's second run
+        undo(patched)
+        return settled, _passes(source, patched)
 
 
 def _passes(source: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:

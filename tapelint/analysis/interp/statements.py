@@ -286,7 +286,8 @@ def _exec_for(frame: Frame, stmt: cst.For, state: State, block: Sequence[cst.CST
     per_element = elements if any(isinstance(v, ListRef) for v in iterable) else EMPTY
     per_element |= iteration.indexed_elements(frame, stmt, state)
     entered = iterates_at_least_once(stmt.iter, frame)
-    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element, entered=entered)
+    rebinds = bind if _names_only(stmt.target) else None
+    state = run_loop(frame, loop, bind, stmt.body.body, state, per_element, entered=entered, rebinds=rebinds)
     if stmt.orelse is not None:
         state = frame.exec_block(stmt.orelse.body.body, state)
     return state
@@ -507,8 +508,16 @@ def _locally_bound(scope: cst.CSTNode) -> frozenset[str]:
     return frozenset(bound_in(scope.body) | {param.name.value for param in named})
 
 
+def _names_only(target: cst.BaseExpression) -> bool:
+    """A `for` target of names (`x`, `i, (a, b)`): binding it evaluates nothing."""
+    if type(target) in (cst_nodes.Tuple, cst_nodes.List):
+        return all(_names_only(element.value) for element in target.elements)  # type: ignore[attr-defined]
+    return type(target) is cst_nodes.Name
+
+
 def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Sequence[cst.CSTNode],
-             state: State, per_element: Vals = EMPTY, entered: bool = False) -> State:
+             state: State, per_element: Vals = EMPTY, entered: bool = False,
+             rebinds: Optional[Callable[[State], State]] = None) -> State:
     """Run the first iteration from the state before the loop, then iterate
     the body to a fixed point from what the end of an iteration carries back
     to the head: this iteration's nodes become `Carried` stand-ins, and so
@@ -518,7 +527,10 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
     in it reaches only the first iteration's graph. `per_element`: the
     container elements a `for` binds, one runtime tensor per iteration;
     `entered`: the body runs at least once, so the state before the loop
-    does not leave it."""
+    does not leave it. `rebinds`: `bind` when it only rebinds names, so two
+    heads that are the same once it ran start the same pass (what it
+    rebinds, the facts and guards about the last iteration's target among
+    them, is forgotten first thing)."""
     outer = frame.loops
     frame.loops = outer + (loop,)
     own = frame.loops[frame.own_loops_from:]
@@ -565,7 +577,8 @@ def run_loop(frame: Frame, loop: Loop, bind: Callable[[State], State], body: Seq
             assert carried_first is not None
             new_head = State.join(carried_first, back)
             # (the graph grew, but not where this pass had read it: another pass runs the same)
-            if new_head.same(head) and (store.changes == before or not run.reread):
+            if ((new_head.same(head) or (rebinds is not None and rebinds(new_head.copy()).same(rebinds(head.copy()))))
+                    and (store.changes == before or not run.reread)):
                 break
             head = new_head
     finally:
