@@ -4,7 +4,7 @@ pass that would have confirmed it changes no result. Every fixture and every
 file of every fixture project lints the same with the confirming pass forced
 (the criterion before it existed) as without, under both semantics; so it
 does with each later shortcut taken back (heads compared guard by guard, or
-before the `for` target is bound)."""
+before the `for` target is bound; each step also run on its own)."""
 
 from __future__ import annotations
 
@@ -116,6 +116,17 @@ def _without_rebinds(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_fixture_lints_the_same_when_heads_are_compared_before_the_target_is_bound(profile, monkeypatch):
     assert _differing(profile, monkeypatch, _without_rebinds) == []
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_fixture_lints_the_same_with_each_step_also_run_on_its_own(profile, monkeypatch):
+    """`driver.runs_only_as_a_step` (`tests/test_steps.py`) taken back."""
+    from tapelint.analysis import driver
+
+    def each_step_run_on_its_own(patched: pytest.MonkeyPatch) -> None:
+        patched.setattr(driver, "runs_only_as_a_step", lambda fn, hook, method: False)
+
+    assert _differing(profile, monkeypatch, each_step_run_on_its_own) == []
 
 
 def test_heads_the_same_once_the_target_is_bound_end_the_loop(monkeypatch):

@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from tapelint.analysis import protocols, reads
+from tapelint.analysis import cst_nodes, protocols, reads
 from tapelint.analysis.accumulation import Accumulations
 from tapelint.analysis.anchors import Located, relocate
 from tapelint.analysis.findings import Hazard
@@ -183,6 +183,9 @@ class ModuleAnalysis:
         for name, fn in info.methods.items():
             if name == "__init__" or fn in unchanged:
                 continue  # (an inherited method this class cannot change: its own module's analysis)
+            if runs_only_as_a_step(fn, hook=name in hooks, method=True):
+                steps.append(fn)
+                continue
             before = len(self.store.events)
             leaves = self._analyze_function(fn, owner=info, initial=info.state, collect_self=True)
             if len(self.store.events) > before or name in hooks:
@@ -215,6 +218,8 @@ class ModuleAnalysis:
         `self.*` bindings when asked (what `__init__` leaves on the object).
         A module function that runs a backward and has no loop of its own is
         a step function: it is analysed again as the body of an implicit loop."""
+        if owner is None and not implicit_loop and runs_only_as_a_step(fn, hook=False, method=False):
+            return self._run_function(fn, owner, initial, False, True)
         before = len(self.store.events)
         leaves = self._run_function(fn, owner, initial, collect_self, implicit_loop, hook)
         if owner is None and not implicit_loop and len(self.store.events) > before and not has_loop(fn):
@@ -282,3 +287,20 @@ class ModuleAnalysis:
         if shares_self:
             self.inlined_methods.add(fn)
         return True
+
+
+def runs_only_as_a_step(fn: cst.FunctionDef, hook: bool, method: bool) -> bool:
+    """Is `fn` known to be a training step before it runs: a framework hook
+    (the framework backwards what it returns), or a module function without
+    a loop of its own whose body calls `.backward()`? Such a function is run
+    only as the body of its implicit loop, without the run on its own that
+    would find it walks a graph: that run is the loop's first pass placed
+    outside the loop (`tests/test_convergence.py`: every fixture lints the
+    same with it). A step method that is not a hook still gets that run:
+    another step may call it, and then it is that step's helper, not a step
+    of its own."""
+    if method:
+        return hook
+    return not has_loop(fn) and any(
+        type(node) is cst_nodes.Call and type(node.func) is cst_nodes.Attribute and node.func.attr.value == "backward"
+        for node in walk_nodes(fn.body))
