@@ -8,6 +8,7 @@ before the `for` target is bound; each step also run on its own)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,13 +43,22 @@ def _lint(path: Path, settings: Settings) -> str:
     return repr(lint_module(path.read_text(encoding="utf-8"), str(path), settings))
 
 
+def _settings(profile: str) -> Settings:
+    return Settings(semantics=Semantics(profile), report_unused_suppressions=True)
+
+
+@functools.cache
+def _settled(profile: str) -> dict[Path, str]:
+    """Every fixture file's lint as the analysis runs (shared by the comparisons below)."""
+    return {path: _lint(path, _settings(profile)) for path in FILES}
+
+
 def _differing(profile: str, monkeypatch: pytest.MonkeyPatch, undo: Callable[[pytest.MonkeyPatch], None]) -> list[Path]:
     """The fixture files that lint otherwise once `undo` has taken a shortcut back."""
-    settings = Settings(semantics=Semantics(profile), report_unused_suppressions=True)
-    settled = {path: _lint(path, settings) for path in FILES}
+    settled = _settled(profile)
     with monkeypatch.context() as patched:
         undo(patched)
-        compared = {path: _lint(path, settings) for path in FILES}
+        compared = {path: _lint(path, _settings(profile)) for path in FILES}
     return [path for path in FILES if settled[path] != compared[path]]
 
 
