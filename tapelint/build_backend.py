@@ -31,6 +31,10 @@ NOT_COMPILED = frozenset(("tapelint/analysis/parsing.py", "tapelint/analysis/fin
 # A compiled wheel's build requirements: the mypy the code is checked with, and
 # libcst, whose types mypyc reads (it compiles what it can type-check).
 COMPILE_REQUIRES = ["mypy>=2.4,<2.5", "libcst>=1.1"]
+# Warnings nobody reads in generated C that cost the build: GCC's check of
+# misleading indentation tracks every line of mypyc's 350,000-line file
+# (two thirds of the compile at -O0: 120 s -> 44 s of CPU).
+QUIET_FLAGS = ("-Wno-misleading-indentation",)
 
 
 def compiled_modules(root: Path) -> list[str]:
@@ -65,7 +69,11 @@ class _Backend(_setuptools._BuildMetaBackend):
         from mypyc.build import mypycify
 
         # (mypyc's own knob, as its command line reads it: the tests build at 0, faster to compile)
-        setup(ext_modules=mypycify(compiled_modules(Path.cwd()), opt_level=os.environ.get("MYPYC_OPT_LEVEL", "3")))
+        extensions = mypycify(compiled_modules(Path.cwd()), opt_level=os.environ.get("MYPYC_OPT_LEVEL", "3"))
+        for extension in extensions:
+            if any(arg.startswith("-W") for arg in extension.extra_compile_args):  # a compiler taking GCC's flags
+                extension.extra_compile_args = [*extension.extra_compile_args, *QUIET_FLAGS]  # (mypyc shares one list)
+        setup(ext_modules=extensions)
 
     def get_requires_for_build_wheel(self, config_settings: Optional[dict[str, Any]] = None) -> list[str]:
         requires = super().get_requires_for_build_wheel(config_settings)

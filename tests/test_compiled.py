@@ -35,6 +35,24 @@ def test_only_a_wheel_asked_for_compiled_needs_mypy(monkeypatch, value, compiles
     assert build_backend.get_requires_for_build_editable() == ["setuptools-own"]
 
 
+def test_the_compiled_build_quiets_the_costly_warnings_on_compilers_taking_gccs_flags(monkeypatch):
+    import mypyc.build
+    import setuptools
+    from setuptools import Extension
+
+    shared = ["-O3", "-Werror"]  # (mypyc passes one list to every extension)
+    made = [Extension("a", ["a.c"], extra_compile_args=shared), Extension("b", ["b.c"], extra_compile_args=shared),
+            Extension("c", ["c.c"], extra_compile_args=["/O2"])]  # MSVC's
+    monkeypatch.setattr(mypyc.build, "mypycify", lambda paths, opt_level: made)
+    got: list = []
+    monkeypatch.setattr(setuptools, "setup", lambda ext_modules: got.extend(ext_modules))
+    backend = build_backend._Backend()
+    backend.compile = True
+    backend.run_setup()
+    assert [e.extra_compile_args for e in got] == [
+        ["-O3", "-Werror", *build_backend.QUIET_FLAGS], ["-O3", "-Werror", *build_backend.QUIET_FLAGS], ["/O2"]]
+
+
 def _lint(python_path: str | None, semantics: str, cwd: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TAPELINT_CACHE_DIR")}
     if python_path is not None:
