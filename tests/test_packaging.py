@@ -70,3 +70,19 @@ def test_a_test_run_starts_without_configuration_warnings() -> None:
     output = done.stdout + done.stderr
     assert "asyncio_default_fixture_loop_scope" not in output and "PytestConfigWarning" not in output
     assert 'asyncio_default_fixture_loop_scope = "function"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_metadata_builds_without_deprecation_warnings(tmp_path: Path) -> None:
+    """setuptools deprecates what it will later refuse (a `license` table
+    stops building in February 2027): the metadata builds without a warning
+    of it, and names the license by its SPDX expression."""
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from tapelint import build_backend; print(build_backend.prepare_metadata_for_build_wheel(sys.argv[1]))",
+         str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,  # (setuptools reads the project where it runs)
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Deprecat" not in done.stderr, done.stderr[-3000:]
+    metadata = (tmp_path / done.stdout.split()[-1] / "METADATA").read_text(encoding="utf-8")
+    assert "License-Expression: MIT" in metadata.splitlines()
