@@ -122,6 +122,27 @@ def test_a_value_both_sides_have_keeps_the_fact_every_path_of_one_side_has():
     assert joined.env["prior"] == frozenset()
 
 
+@pytest.mark.parametrize("on_both_sides", [True, False])
+def test_the_guards_one_join_makes_from_the_same_sides_guards_are_one_set(on_both_sides):
+    """Values guarded alike on each side come out of the join with one
+    guard object, not a copy each: `assume` and `rebound` judge each guard
+    object once (a join of hundreds of guarded values stays cheap)."""
+    from tapelint.analysis.state import State
+
+    values = [object() for _ in range(3)]
+    flag, other = Fact("cfg.prior", None, True), Fact("cfg.mode", "'a'", True)
+    left = State({"x": frozenset(values)}, {}, {})
+    left.facts = frozenset({flag})
+    left.guards = dict.fromkeys((("env", "x", v) for v in values), frozenset({other}))
+    right = State({"x": frozenset(values) if on_both_sides else frozenset()}, {}, {})
+    right.facts = frozenset({other})
+    right.guards = dict.fromkeys((("env", "x", v) for v in values), frozenset({flag})) if on_both_sides else {}
+    joined = State.join(left, right)
+    guards = [joined.guards[("env", "x", v)] for v in values]
+    assert guards[0] == {flag, other}  # (each side's guard and facts)
+    assert all(guard is guards[0] for guard in guards)
+
+
 def test_guards_that_differ_only_by_facts_every_path_has_are_the_same():
     from tapelint.analysis.state import State
 

@@ -223,6 +223,7 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
             else:
                 regions.add(slot[0])
     candidates = guarded.union(differ)
+    both: dict[tuple[int, int], Facts] = {}  # a value's guard on both sides, by the two sides' guards
     for name, vals in joined.env.items():  # (in the bindings' order, which the guards keep)
         if name not in candidates:
             continue  # the same binding on both sides, unguarded: nothing to say
@@ -230,30 +231,44 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
         if va == vb and name not in guarded:
             continue  # the same values on both sides, unguarded: nothing to say
         for value in vals:
-            _merge_guard(a, b, guards, ("env", name, value), value in va, value in vb)
+            _merge_guard(a, b, guards, both, ("env", name, value), value in va, value in vb)
     for region in _REGIONS:
         ra, rb = a.region(region), b.region(region)
         if region not in regions and ra.keys() == rb.keys():
             continue
         for key in joined.region(region):
-            _merge_guard(a, b, guards, (region, key), key in ra, key in rb)
+            _merge_guard(a, b, guards, both, (region, key), key in ra, key in rb)
     return guards
 
 
-def _merge_guard(a: State, b: State, guards: dict[Slot, Facts], slot: Slot, in_a: bool, in_b: bool) -> None:
-    """The guard of `slot` in the join of `a` and `b` (none: unguarded)."""
+def _merge_guard(a: State, b: State, guards: dict[Slot, Facts], both: dict[tuple[int, int], Facts], slot: Slot,
+                 in_a: bool, in_b: bool) -> None:
+    """The guard of `slot` in the join of `a` and `b` (none: unguarded).
+    `both`: the guards this join made, by the sides' guards they came from
+    (a side's own guard and facts for a slot on one side): the guards of one
+    join then share a few sets, which `assume` and `rebound` judge once per
+    set."""
     ga, gb = a.guards.get(slot, NO_FACTS), b.guards.get(slot, NO_FACTS)
-    # (the same set kept where the union or intersection is one side: the
-    # guards of a join then share a few sets, which `assume` and `rebound` judge once)
     if in_a and in_b:
-        # (a side's facts are every path's there: its values are guarded by them too)
-        guard = ga if ga is gb else (ga | a.facts) & (gb | b.facts)
+        if ga is gb:
+            guard = ga
+        else:
+            pair = (id(ga), id(gb))
+            made = both.get(pair)
+            if made is None:
+                # (a side's facts are every path's there: its values are guarded by them too)
+                made = both[pair] = (ga | a.facts) & (gb | b.facts)
+            guard = made
     else:
         guard, facts = (ga, a.facts) if in_a else (gb, b.facts)
         if not guard or guard is facts:
             guard = facts
         elif facts:
-            guard = guard | facts
+            pair = (id(guard), -1 if in_a else -2)
+            made = both.get(pair)
+            if made is None:
+                made = both[pair] = guard | facts
+            guard = made
     if guard:
         guards[slot] = guard
 
