@@ -25,7 +25,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """The tests start thousands of Python subprocesses (the CLI, the
     engine's sandboxed children) that import tapelint and the engine from
     this tree. Where bytecode is not written (`PYTHONDONTWRITEBYTECODE`, as
-    on CI machines, and always in the engine's children) each of them
+    on this project's machines, and always in the engine's children) each of them
     compiled those modules from source again: a third of a child's start.
     Compiled once here, by the session that starts the workers."""
     if not hasattr(session.config, "workerinput"):

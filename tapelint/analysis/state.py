@@ -223,7 +223,7 @@ def _join_guards(a: State, b: State, joined: State, differ: Iterable[str]) -> di
             else:
                 regions.add(slot[0])
     candidates = guarded.union(differ)
-    both: dict[tuple[int, int], Facts] = {}  # a value's guard on both sides, by the two sides' guards
+    both: dict[tuple[int, int], Facts] = {}  # the guards this join made, by what they came from (`_merge_guard`)
     for name, vals in joined.env.items():  # (in the bindings' order, which the guards keep)
         if name not in candidates:
             continue  # the same binding on both sides, unguarded: nothing to say
