@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from . import forkserver
+
 SANDBOX = """\
 What the sandbox of `run` and `confirm` (and of their `--graph` recording)
 isolates: the program runs in a child process in its own session (it and every process it starts are killed
@@ -39,6 +41,9 @@ folder is on sys.path, so its imports work; relative data paths do not),
 and, where unprivileged user and network namespaces are available (probed
 with `unshare`), without network. Its result travels over an inherited pipe
 with a per-run token, not a file it could overwrite.
+Where the platform allows (Linux), each run is forked from a server process
+started this way once, which has imported numpy and the engine already
+(`TAPELINT_FORK_SERVER=0`: a fresh interpreter for every run).
 What it does not isolate: the file system (the program can read and write
 whatever your user can, outside the working directory too), other local
 resources (GPUs, shared memory), and, where namespaces are unavailable, the
@@ -180,44 +185,76 @@ def run_child(module: str, arguments: Sequence[str], *, timeout: float, home: st
     """The sandbox's child API: run `python -m module *arguments` as described
     in `SANDBOX` (its own session, minimal environment, working directory
     `home`, no network where namespaces allow), killed with everything it
-    started when it ends or after `timeout` seconds. The module sets its own
-    hard limits (`tapelint_engine.child._limit`) and sends one JSON object
-    over `tapelint_engine.child._result_channel()`; that object is `result`."""
+    started when it ends or after `timeout` seconds. Where it can, this
+    process's fork server (`forkserver`) forks the child, numpy and the
+    engine already imported. The module sets its own hard limits
+    (`tapelint_engine.child._limit`) and sends one JSON object over
+    `tapelint_engine.child._result_channel()`; that object is `result`."""
     token = secrets.token_hex(16)
-    result_read, result_write = os.pipe()
     isolate = network_isolation_available()
-    cmd = [*(_UNSHARE if isolate else ()), sys.executable, "-m", module, *arguments]
-    env = {**_child_env(home), "TAPELINT_RESULT_FD": str(result_write), "TAPELINT_RESULT_TOKEN": token}
+    env = {**_child_env(home), "TAPELINT_RESULT_TOKEN": token}
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    result_read, result_write = os.pipe()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, cwd=home, pass_fds=(result_write,), start_new_session=True)
-    except OSError as exc:
-        os.close(result_read)
-        os.close(result_write)
+        proc = _start(module, arguments, env, home, isolate, (out_write, err_write, result_write))
+    except (OSError, forkserver.ServerLost) as exc:
+        for fd in (out_read, err_read, result_read):
+            os.close(fd)
         return ChildOutcome(-1, 0.0, b"", isolate, error=f"could not start the child: {exc}")
-    os.close(result_write)
+    finally:
+        for fd in (out_write, err_write, result_write):
+            os.close(fd)
     tail = _Tail(OUTPUT_TAIL * 4)
-    readers = [threading.Thread(target=_pump, args=(stream, name, tail, echo), daemon=True)
-               for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))]
+    readers = [threading.Thread(target=_pump, args=(os.fdopen(fd, "rb"), name, tail, echo), daemon=True)
+               for fd, name in ((out_read, "stdout"), (err_read, "stderr"))]
     message = bytearray()
     result_reader = threading.Thread(target=_read_all, args=(result_read, message, _RESULT_CAP), daemon=True)
     for thread in (*readers, result_reader):
         thread.start()
     timed_out = False
+    lost: str | None = None
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
+    except forkserver.ServerLost as exc:
+        lost = str(exc)
     finally:
-        _kill_group(proc)  # the program's own children too, finished or not
-        proc.wait()
+        _kill_group(proc.pid)  # the program's own children too, finished or not
+        if lost is None:
+            try:
+                proc.wait()
+            except forkserver.ServerLost as exc:
+                lost = str(exc)
     elapsed = time.monotonic() - start
     # A child that left the group (its own setsid) may still hold the pipes: do not wait for it.
     for thread in (*readers, result_reader):
         thread.join(timeout=2.0)
     result = _accept(bytes(message), token)
+    if lost is not None:
+        return ChildOutcome(-1, elapsed, tail.value(), isolate, result, error=lost)
+    assert proc.returncode is not None
     return ChildOutcome(proc.returncode, elapsed, tail.value(), isolate, result, timed_out and result is None)
+
+
+def _start(module: str, arguments: Sequence[str], env: dict[str, str], home: str, isolate: bool,
+           fds: tuple[int, int, int]) -> subprocess.Popen[bytes] | forkserver.Forked:
+    """The child, forked by this process's fork server where there can be one,
+    else started as `python -m module`; `fds` are its stdout, stderr and result pipe."""
+    prefix = _UNSHARE if isolate else ()
+    stdout, stderr, result = fds
+    if USE_FORK_SERVER and forkserver.available():
+        return forkserver.server(prefix, _child_env(home)).spawn(module, arguments, home, env, stdout, stderr,
+                                                                 result)
+    return subprocess.Popen([*prefix, sys.executable, "-m", module, *arguments], stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=stderr, env={**env, "TAPELINT_RESULT_FD": str(result)},
+                            cwd=home, pass_fds=(result,), start_new_session=True)
+
+
+# `TAPELINT_FORK_SERVER=0`: every child is a fresh `python -m` (to compare, or to rule the server out).
+USE_FORK_SERVER = os.environ.get("TAPELINT_FORK_SERVER", "1") != "0"
 
 
 _RESULT_CAP = 64 * 2**20
@@ -272,9 +309,9 @@ def _pump(stream: io.BufferedReader, name: str, tail: _Tail, echo: Echo | None) 
                 echo(name, chunk)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _child_env(home: str) -> dict[str, str]:

@@ -15,9 +15,19 @@ from pathlib import Path
 import pytest
 from processes import alive
 
+from tapelint_engine import forkserver, runner
 from tapelint_engine.runner import OUTPUT_TAIL, main, network_isolation_available, run_program
 
 posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sessions and limits")
+
+
+@pytest.fixture(autouse=True, params=["fork server", "fresh interpreter"])
+def spawner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every guarantee holds for a child the fork server forks and for one
+    started as `python -m` (where there can be no fork server)."""
+    if request.param == "fork server" and not forkserver.available():
+        pytest.skip("fork servers need fork and pidfds (Linux)")
+    monkeypatch.setattr(runner, "USE_FORK_SERVER", request.param == "fork server")
 
 
 def write(tmp_path: Path, src: str, name: str = "prog.py") -> str:
