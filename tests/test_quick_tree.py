@@ -125,6 +125,22 @@ def test_every_construct_builds_as_libcst_parses_it():
     assert semantic_difference(quick_module(EVERY_CONSTRUCT), parse_module(EVERY_CONSTRUCT)) is None
 
 
+@pytest.mark.parametrize("text", [
+    "x = '''it's ''quoted'' \\''' and'''\n",
+    'x = """a\\""""\n',
+    "x = ''''a'''\n",
+    "x = ''''''\n",
+    "x = '''one''' '''two'''\n",
+    'x = """one""" \'\'\'two\'\'\' "three"\n',
+    "x = ('a\\'b' \"c\\\\\" r'd'\n     'e\\\n')\n",
+    "x = f'''{y}''' '''plain'''\n",
+])
+def test_string_literals_build_as_libcst_parses_them(text: str):
+    """Quotes and escapes inside a literal and at its end, and implicit
+    concatenations: each literal is its own `SimpleString`, as libcst's."""
+    assert semantic_difference(quick_module(text), parse_module(text)) is None
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES_DIR)))
 def test_every_fixture_builds_as_libcst_parses_it(path: Path):
     text = path.read_text(encoding="utf-8")

@@ -92,8 +92,15 @@ def _maker(kind: type) -> Maker:
     """A function making a `kind` node from keyword arguments, every field
     not given its default, without libcst's constructor (which makes each
     default anew and validates what a parse guarantees). The defaults are
-    made once and shared by every node (nodes are immutable)."""
-    namespace: dict[str, Any] = {"new": object.__new__, "put": object.__setattr__, "kind": kind}
+    made once and shared by every node (nodes are immutable).
+
+    Each field is set through its slot's own setter (`kind.field.__set__`,
+    bound once here): `object.__setattr__` would look the slot up in the
+    class and copy its arguments at every call, a third of a node's cost.
+    The fields are plain parameters: a call fills those not given from the
+    defaults' tuple, where keyword-only ones are looked up in a dict one by
+    one (libcst's fields without a default come first, as plain ones need)."""
+    namespace: dict[str, Any] = {"new": object.__new__, "kind": kind}
     params, body = [], []
     for index, field in enumerate(dataclasses.fields(kind)):
         if field.default is not dataclasses.MISSING:
@@ -104,9 +111,9 @@ def _maker(kind: type) -> Maker:
             params.append(f"{field.name}=default{index}")
         else:
             params.append(field.name)
-        body.append(f"    put(node, {field.name!r}, {field.name})\n")
-    signature = f"*, {', '.join(params)}" if params else ""
-    exec(f"def make({signature}):\n    node = new(kind)\n{''.join(body)}    return node\n", namespace)
+        namespace[f"set{index}"] = getattr(kind, field.name).__set__
+        body.append(f"    set{index}(node, {field.name})\n")
+    exec(f"def make({', '.join(params)}):\n    node = new(kind)\n{''.join(body)}    return node\n", namespace)
     return cast(Maker, namespace["make"])
 
 
@@ -142,13 +149,21 @@ _COMPARE: dict[type, Maker] = {op: _maker(getattr(cst, name)) for op, name in (
     (ast.NotIn, "NotIn"))}
 _CONVERSIONS = {-1: None, 115: "s", 114: "r", 97: "a"}
 # One string literal (prefix, then its quotes and body), or what may stand
-# between two literals of an implicit concatenation.
+# between two literals of an implicit concatenation. Each body is a run of
+# plain characters, then of escapes or lone quotes each followed by such a
+# run: a docstring is matched by a few long runs, not character by character.
 _STRING = re.compile(
-    r"""[rRbBuUfF]{0,2}(?:'''(?:[^\\]|\\.)*?'''|\"\"\"(?:[^\\]|\\.)*?\"\"\"|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""",
+    r"[rRbBuUfF]{0,2}(?:"
+    r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    r'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    r"""|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"""
+    r'''|"[^"\\\n]*(?:\\.[^"\\\n]*)*")''',
     re.DOTALL,
 )
 _BETWEEN = re.compile(r"(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*")
-_SMALL = (cst.BaseSmallStatement,)
+# libcst's small statements, by class (`isinstance` on their abstract base goes through `ABCMeta`).
+_SMALL: Final = frozenset(kind for kind in vars(cst).values()
+                          if isinstance(kind, type) and issubclass(kind, cst.BaseSmallStatement))
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -188,7 +203,7 @@ class _Builder:
         line_end = -1
         for node in body:
             built = self.stmt(node)
-            if isinstance(built, _SMALL):
+            if type(built) in _SMALL:
                 if line and node.lineno == line_end:
                     line.append(built)
                 else:
@@ -248,10 +263,10 @@ class _Builder:
         return make.Del(target=make.Tuple(elements=tuple([self._element(t) for t in node.targets])))
 
     def _global(self, node: ast.Global) -> Any:
-        return make.Global(names=tuple([make.NameItem(name=_name(name)) for name in node.names]))
+        return make.Global(names=tuple([make.NameItem(name=make.Name(value=name)) for name in node.names]))
 
     def _nonlocal(self, node: ast.Nonlocal) -> Any:
-        return make.Nonlocal(names=tuple([make.NameItem(name=_name(name)) for name in node.names]))
+        return make.Nonlocal(names=tuple([make.NameItem(name=make.Name(value=name)) for name in node.names]))
 
     def _import(self, node: ast.Import) -> Any:
         return make.Import(names=tuple([self._alias(alias) for alias in node.names]))
@@ -265,7 +280,7 @@ class _Builder:
         return make.ImportFrom(module=module, names=names, relative=(make.Dot(),) * (node.level or 0))
 
     def _alias(self, alias: ast.alias) -> Any:
-        asname = None if alias.asname is None else make.AsName(name=_name(alias.asname))
+        asname = None if alias.asname is None else make.AsName(name=make.Name(value=alias.asname))
         return make.ImportAlias(name=_dotted(alias.name), asname=asname)
 
     def _if(self, node: ast.If) -> Any:
@@ -303,7 +318,7 @@ class _Builder:
         handler_kind = make.ExceptStarHandler if star else make.ExceptHandler
         handlers = []
         for handler in node.handlers:
-            name = None if handler.name is None else make.AsName(name=_name(handler.name))
+            name = None if handler.name is None else make.AsName(name=make.Name(value=handler.name))
             handlers.append(handler_kind(body=self._suite(handler.body), type=self._optional(handler.type),
                                          name=name))
         finalbody = make.Finally(body=self._suite(node.finalbody)) if node.finalbody else None
@@ -314,7 +329,7 @@ class _Builder:
         if getattr(node, "type_params", None):
             raise Unsupported("type parameters")
         returns = None if node.returns is None else make.Annotation(annotation=self.expr(node.returns))
-        return make.FunctionDef(name=_name(node.name), params=self._parameters(node.args),
+        return make.FunctionDef(name=make.Name(value=node.name), params=self._parameters(node.args),
                                 body=self._suite(node.body), decorators=self._decorators(node.decorator_list),
                                 returns=returns, asynchronous=_asynchronous(type(node) is ast_nodes.AsyncFunctionDef))
 
@@ -323,7 +338,7 @@ class _Builder:
             raise Unsupported("type parameters")
         bases = tuple([self._argument(base) for base in node.bases])
         keywords = tuple([self._keyword(keyword) for keyword in node.keywords])
-        return make.ClassDef(name=_name(node.name), body=self._suite(node.body), bases=bases,
+        return make.ClassDef(name=make.Name(value=node.name), body=self._suite(node.body), bases=bases,
                              keywords=keywords, decorators=self._decorators(node.decorator_list))
 
     def _decorators(self, decorators: Sequence[ast.expr]) -> tuple[Any, ...]:
@@ -347,24 +362,33 @@ class _Builder:
 
     def _param(self, arg: ast.arg, default: Optional[ast.expr], star: str = "") -> Any:
         annotation = None if arg.annotation is None else make.Annotation(annotation=self.expr(arg.annotation))
-        return make.Param(name=_name(arg.arg), annotation=annotation, default=self._optional(default),
+        return make.Param(name=make.Name(value=arg.arg), annotation=annotation, default=self._optional(default),
                           star=star)
 
     # --------------------------------------------------------- expressions
 
     def _name(self, node: ast.Name) -> Any:
-        return _name(node.id)
+        return make.Name(value=node.id)
 
     def _attribute(self, node: ast.Attribute) -> Any:
-        return make.Attribute(value=self.expr(node.value), attr=_name(node.attr))
+        return make.Attribute(value=self.expr(node.value), attr=make.Name(value=node.attr))
 
     def _call(self, node: ast.Call) -> Any:
+        keywords = node.keywords
+        if keywords and any(type(arg) is ast_nodes.Starred for arg in node.args):
+            return make.Call(func=self.expr(node.func), args=self._arguments_in_order(node))
+        args = [self._argument(arg) for arg in node.args]
+        if keywords:
+            args.extend([self._keyword(keyword) for keyword in keywords])
+        return make.Call(func=self.expr(node.func), args=tuple(args))
+
+    def _arguments_in_order(self, node: ast.Call) -> tuple[Any, ...]:
+        """`f(x=1, *rest)`: a call's arguments in source order, not `ast`'s
+        (positional ones, then keywords)."""
         parts: list[Union[ast.expr, ast.keyword]] = [*node.args, *node.keywords]
-        if node.keywords and any(type(arg) is ast_nodes.Starred for arg in node.args):
-            parts.sort(key=lambda part: (part.lineno, part.col_offset))  # `f(x=1, *rest)`: in source order
-        args = tuple([self._keyword(part) if isinstance(part, ast.keyword) else self._argument(part)
+        parts.sort(key=lambda part: (part.lineno, part.col_offset))
+        return tuple([self._keyword(part) if isinstance(part, ast.keyword) else self._argument(part)
                       for part in parts])
-        return make.Call(func=self.expr(node.func), args=args)
 
     def _argument(self, node: ast.expr) -> Any:
         if type(node) is ast_nodes.Starred:
@@ -374,12 +398,12 @@ class _Builder:
     def _keyword(self, node: ast.keyword) -> Any:
         if node.arg is None:
             return make.Arg(value=self.expr(node.value), star="**")
-        return make.Arg(value=self.expr(node.value), keyword=_name(node.arg))
+        return make.Arg(value=self.expr(node.value), keyword=make.Name(value=node.arg))
 
     def _constant(self, node: ast.Constant) -> Any:
         value = node.value
         if value is None or value is True or value is False:
-            return _name(str(value))
+            return make.Name(value=str(value))
         if value is ...:
             return make.Ellipsis()
         if isinstance(value, (str, bytes)):
@@ -634,15 +658,11 @@ def _literals(text: str) -> Optional[list[str]]:
     return found
 
 
-def _name(value: str) -> Any:
-    return make.Name(value=value)
-
-
 def _dotted(dotted: str) -> Any:
     parts = dotted.split(".")
-    result = _name(parts[0])
+    result = make.Name(value=parts[0])
     for part in parts[1:]:
-        result = make.Attribute(value=result, attr=_name(part))
+        result = make.Attribute(value=result, attr=make.Name(value=part))
     return result
 
 
