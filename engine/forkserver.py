@@ -308,11 +308,18 @@ def serve(control: socket.socket) -> Optional[_Run]:
                 reply.close()
 
 
+def preload(names: Sequence[str]) -> None:
+    """Import `names`; one that fails is left to the child, which imports it
+    again and reports the failure as a fresh interpreter would."""
+    for name in names:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
 def main(argv: Sequence[str]) -> int:
     """`python -m tapelint_engine.forkserver FD`: serve the socket `FD`."""
     control = socket.socket(fileno=int(argv[0]))
-    for name in PRELOAD:
-        importlib.import_module(name)
+    preload(PRELOAD)
     run = serve(control)
     return 0 if run is None else run.execute()
 

@@ -131,3 +131,8 @@ def test_the_server_kills_its_children_and_ends_when_its_parent_dies(tmp_path: P
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child)
+
+
+def test_a_module_that_fails_to_preload_is_left_to_the_child() -> None:
+    forkserver.preload(("tapelint_engine.no_such_module", "tapelint_engine.errors"))
+    assert "tapelint_engine.errors" in sys.modules and "tapelint_engine.no_such_module" not in sys.modules
