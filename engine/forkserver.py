@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -228,14 +227,10 @@ class _Run:
             numpy.random.seed()
         module = importlib.import_module(self.module)
         sys.argv = [module.__file__ or self.module, *self.argv]
-        try:
-            status = module.main(list(self.argv))
-        except SystemExit as exc:
-            status = exc.code
-        except BaseException:  # noqa: BLE001 - reported as `python -m` would, then exit 1
-            traceback.print_exc()
-            status = 1
-        return status if isinstance(status, int) else 0 if status is None else 1
+        # What it raises ends this process as it would end `python -m module`
+        # (SystemExit, or a traceback and exit 1): nothing of the server is left to run.
+        status: int = module.main(list(self.argv))
+        return status
 
 
 def _parse(message: bytes, fds: list[int]) -> Optional[_Run]:
