@@ -136,3 +136,22 @@ def test_the_server_kills_its_children_and_ends_when_its_parent_dies(tmp_path: P
 def test_a_module_that_fails_to_preload_is_left_to_the_child() -> None:
     forkserver.preload(("tapelint_engine.no_such_module", "tapelint_engine.errors"))
     assert "tapelint_engine.errors" in sys.modules and "tapelint_engine.no_such_module" not in sys.modules
+
+
+def test_a_run_whose_server_dies_reports_it_and_its_program_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    path = write(tmp_path, f"""\
+        import os, time
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+        """)
+    prefix = runner._UNSHARE if runner.network_isolation_available() else ()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(run_program, path, timeout=30)
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        forkserver.server(prefix, {}).process.kill()
+        report = running.result()
+    assert report.status == "crash" and report.detail == "the fork server ended before the child did", report
+    assert not alive(int(pid_file.read_text()))
