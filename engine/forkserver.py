@@ -53,6 +53,12 @@ def available() -> bool:
     return hasattr(os, "fork") and hasattr(os, "pidfd_open")
 
 
+def kill_group(pid: int) -> None:
+    """Kill the session led by `pid` and everything in it, if any of it is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 class ServerLost(Exception):
     """The fork server ended (or refused a run) before it reported the child's end."""
 
@@ -139,8 +145,7 @@ class ForkServer:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=5)
             if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                kill_group(process.pid)
                 process.wait()
         with contextlib.suppress(OSError):
             os.rmdir(self.home)
@@ -268,8 +273,7 @@ def serve(control: socket.socket) -> Optional[_Run]:
                     message, fds = b"", []
                 if not message:
                     for pid, _reply in live.values():
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            os.killpg(pid, signal.SIGKILL)
+                        kill_group(pid)
                     return None
                 run = _parse(message, fds)
                 if run is None:

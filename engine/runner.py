@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import contextlib
 import functools
 import io
 import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -222,7 +220,7 @@ def run_child(module: str, arguments: Sequence[str], *, timeout: float, home: st
     except forkserver.ServerLost as exc:
         lost = str(exc)
     finally:
-        _kill_group(proc.pid)  # the program's own children too, finished or not
+        forkserver.kill_group(proc.pid)  # the program's own children too, finished or not
         if lost is None:
             try:
                 proc.wait()
@@ -307,11 +305,6 @@ def _pump(stream: io.BufferedReader, name: str, tail: _Tail, echo: Echo | None) 
             tail.add(chunk)
             if echo is not None:
                 echo(name, chunk)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _child_env(home: str) -> dict[str, str]:
