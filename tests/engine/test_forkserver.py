@@ -33,6 +33,22 @@ def write(tmp_path: Path, src: str, name: str = "prog.py") -> str:
     return str(path)
 
 
+def sleeper(tmp_path: Path) -> tuple[str, Path]:
+    """A program that writes its pid to the returned file, then sleeps for a minute."""
+    pid_file = tmp_path / "pid"
+    path = write(tmp_path, f"""\
+        import os, time
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+        """, "sleeper.py")
+    return path, pid_file
+
+
+def this_process_server() -> forkserver.ForkServer:
+    """The server `run_program` uses in this process."""
+    return forkserver.server(runner._UNSHARE if runner.network_isolation_available() else (), {})
+
+
 def printed(output: str) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in output.splitlines() if " " in line)
 
@@ -87,22 +103,16 @@ def test_runs_from_many_threads_keep_their_own_output_and_result(tmp_path: Path)
 def test_a_server_that_died_is_started_again(tmp_path: Path) -> None:
     path = write(tmp_path, "print('ran')\n")
     assert run_program(path).status == "ok"
-    prefix = runner._UNSHARE if runner.network_isolation_available() else ()
-    first = forkserver.server(prefix, {})
+    first = this_process_server()
     first.process.kill()
     first.process.wait()
     report = run_program(path)
     assert report.status == "ok" and report.output == "ran\n", report
-    assert forkserver.server(prefix, {}) is not first
+    assert this_process_server() is not first
 
 
 def test_a_timed_out_child_is_killed_and_the_server_goes_on(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    path = write(tmp_path, f"""\
-        import os, time
-        open({str(pid_file)!r}, "w").write(str(os.getpid()))
-        time.sleep(60)
-        """)
+    path, pid_file = sleeper(tmp_path)
     report = run_program(path, timeout=2)
     assert report.status == "timeout"
     assert not alive(int(pid_file.read_text()))
@@ -110,12 +120,7 @@ def test_a_timed_out_child_is_killed_and_the_server_goes_on(tmp_path: Path) -> N
 
 
 def test_the_server_kills_its_children_and_ends_when_its_parent_dies(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    program = write(tmp_path, f"""\
-        import os, time
-        open({str(pid_file)!r}, "w").write(str(os.getpid()))
-        time.sleep(60)
-        """)
+    program, pid_file = sleeper(tmp_path)
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
         import os, threading, time
         from tapelint_engine.runner import run_program
@@ -139,19 +144,13 @@ def test_a_module_that_fails_to_preload_is_left_to_the_child() -> None:
 
 
 def test_a_run_whose_server_dies_reports_it_and_its_program_is_killed(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    path = write(tmp_path, f"""\
-        import os, time
-        open({str(pid_file)!r}, "w").write(str(os.getpid()))
-        time.sleep(60)
-        """)
-    prefix = runner._UNSHARE if runner.network_isolation_available() else ()
+    path, pid_file = sleeper(tmp_path)
     with ThreadPoolExecutor(max_workers=1) as pool:
         running = pool.submit(run_program, path, timeout=30)
         deadline = time.monotonic() + 20
         while not pid_file.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        forkserver.server(prefix, {}).process.kill()
+        this_process_server().process.kill()
         report = running.result()
     assert report.status == "crash" and report.detail == "the fork server ended before the child did", report
     assert not alive(int(pid_file.read_text()))
