@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from processes import alive
+from processes import alive, write
 
 from tapelint_engine import forkserver, runner
 from tapelint_engine.runner import run_program
@@ -25,12 +25,6 @@ pytestmark = pytest.mark.skipif(not forkserver.available(), reason="fork servers
 @pytest.fixture(autouse=True)
 def _through_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "USE_FORK_SERVER", True)
-
-
-def write(tmp_path: Path, src: str, name: str = "prog.py") -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(src))
-    return str(path)
 
 
 def sleeper(tmp_path: Path) -> tuple[str, Path]:

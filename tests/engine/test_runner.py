@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from processes import write
 
 from tapelint_engine.runner import RunReport, main, run_program
 
@@ -33,12 +33,6 @@ for step in range({n}):
     total += loss
 print(total.item())
 """
-
-
-def write(tmp_path: Path, src: str, name: str = "prog.py") -> str:
-    p = tmp_path / name
-    p.write_text(textwrap.dedent(src))
-    return str(p)
 
 
 @pytest.mark.parametrize("semantics, kind", [("torch", "second-backward"), ("strict", "tape-consumed")])

@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from processes import alive
+from processes import alive, write
 
 from tapelint_engine import forkserver, runner
 from tapelint_engine.runner import OUTPUT_TAIL, main, network_isolation_available, run_program
@@ -28,12 +27,6 @@ def spawner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     if request.param == "fork server" and not forkserver.available():
         pytest.skip("fork servers need fork and pidfds (Linux)")
     monkeypatch.setattr(runner, "USE_FORK_SERVER", request.param == "fork server")
-
-
-def write(tmp_path: Path, src: str, name: str = "prog.py") -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(src))
-    return str(path)
 
 
 @posix
