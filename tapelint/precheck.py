@@ -21,13 +21,15 @@ Only substring searches here (a regular expression is tried only once a
 substring matched): they cost a few milliseconds per megabyte.
 
 A second stage (`may_hold_hazard_in_tree`) judges a file the first kept, on
-the CPython tree its lint parses anyway: when no backward marker is in it or
-in any first-party module its analysis can reach (its imports, followed
-transitively), only TL003 in an evaluation loop is left, and that needs a
-total some loop there accumulates and only reports after the loop
-(`reported_totals`); with none, the file is skipped. A package in reach
-(`from . import x`, `import pkg`) keeps the file: the analysis reaches any of
-a package's submodules through an attribute (`pkg.sub.f`).
+the CPython tree its lint parses anyway: when no backward marker is in it,
+and no name it imports leads, definition by definition, to one holding a
+marker (`analysis.backward_reach`: a module with a training loop in one
+function does not keep every importer of its other names), only TL003 in
+an evaluation loop is left, and that needs a total some loop in reach
+accumulates and only reports after the loop (`reported_totals`); with none,
+the file is skipped. A package bound as a name (`import pkg`, `from pkg
+import sub`) is followed through the attributes read on it (`pkg.sub.f`);
+passed on as a value, it keeps the file.
 `tests/test_precheck.py` proves on the fixtures and on the installed torch
 package that a skipped file never has a diagnostic.
 """
@@ -38,13 +40,13 @@ import ast
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Optional, TypeVar
 
 from tapelint.analysis import reads
+from tapelint.analysis.backward_reach import KEEPS, Find, ModuleGraph, Target, module_graph, reach, starts
 from tapelint.analysis.parsing import python_tree
 from tapelint.analysis.project import MAX_MODULE_CHARS, find_module, is_package, roots_for
-from tapelint.analysis.reported_totals import Totals, reports_a_total, statement_blocks, totals_of
+from tapelint.analysis.reported_totals import Totals, reports_a_total, totals_of
 from tapelint.analysis.torch_api import STEP_HOOK_NAMES
 from tapelint.files import SourceError, decode_source, read_bytes
 from tapelint.ops import PARAMETRIC_MODULES
@@ -301,62 +303,35 @@ def _tracks_by_construction(source: str) -> bool:
     return any(marker in source for marker in _TRACKING)
 
 
-# Modules the second stage follows from one file before it gives up (and keeps the file).
-MAX_REACHED = 64
-
-
-@dataclass(frozen=True)
-class _ModuleFacts:
-    """What the second stage needs of one imported module."""
-
-    keeps: bool  # a backward marker, or a text CPython cannot parse (libcst may): the file is kept
-    totals: Totals
-    imports: tuple[tuple[int, str], ...]  # (leading dots, module) of each import: what it binds
-
-
-_NO_TOTALS = Totals(frozenset(), frozenset())
-_KEEPS = _ModuleFacts(True, _NO_TOTALS, ())
-_NOT_LOADED = _ModuleFacts(False, _NO_TOTALS, ())  # unreadable or too large: the analysis never loads it
-# (path, mtime, size, names) -> (its facts, content digest)
-_FACTS: dict[tuple, tuple[_ModuleFacts, str]] = {}
+# Modules the second stage looks into from one imported name before it gives up (and
+# keeps the file): a detectron2 config reaches 92 through its model zoo.
+MAX_REACHED = 128
+# (path, mtime, size, names) -> (its graph, or None when the analysis never loads it; content digest)
+_GRAPHS: dict[tuple, tuple[Optional[ModuleGraph], str]] = {}
 
 
 def may_hold_hazard_in_tree(source: str, tree: ast.Module, settings: Settings, path: str) -> bool:
     """The second stage, for a file the first kept (`tree`: its CPython
-    tree): false when neither it nor a module its analysis can reach holds a
-    backward marker, and no total accumulated there is only reported after a
-    loop there."""
+    tree): false when no name it imports leads to a definition holding a
+    backward marker (`analysis.backward_reach`), and no total accumulated
+    in reach is only reported after a loop there."""
     if _backward_marker(source, settings) and ("#" not in source or _backward_marker(
             _COMMENT_LINE.sub("", source), settings)):
         return True
     if path and os.path.basename(path) == "__init__.py":
         return True  # a package: its submodules are in reach
     totals: list[Totals] = []
-    pending = [(path, _import_specs(tree))] if path else []
-    reached = {os.path.abspath(path)} if path else set()
-    roots: dict[str, tuple[str, ...]] = {}
-    while pending:
-        importer, specs = pending.pop()
-        folder = os.path.dirname(os.path.abspath(importer))
-        if folder not in roots:
-            roots[folder] = roots_for(importer, settings.src, settings.project_root)
-        for level, dotted in specs:
-            found = find_module(level, dotted, importer, roots[folder])
-            if found is None:
-                continue
-            if is_package(found):
+    if path:
+        roots: dict[str, tuple[str, ...]] = {}  # by folder, for this file
+
+        def find(level: int, dotted: str, importer: str) -> Optional[str]:
+            return _find(level, dotted, importer, settings, roots)
+
+        for start in starts(os.path.abspath(path), tree, find):
+            keeps, reached = _reach(start, settings, find)
+            if keeps:
                 return True
-            found = os.path.abspath(found)
-            if found in reached:
-                continue
-            reached.add(found)
-            if len(reached) > MAX_REACHED:
-                return True
-            facts = _facts_of(found, settings)
-            if facts.keeps:
-                return True
-            totals.append(facts.totals)
-            pending.append((found, facts.imports))
+            totals.extend(reached)
     try:
         totals.append(totals_of(tree))  # (last: a backward in reach spares it)
     except RecursionError:
@@ -364,36 +339,83 @@ def may_hold_hazard_in_tree(source: str, tree: ast.Module, settings: Settings, p
     return reports_a_total(totals)
 
 
-def _import_specs(tree: ast.Module) -> tuple[tuple[int, str], ...]:
-    """The modules the imports of `tree` bind: `import a.b` binds `a`,
-    `import a.b as c` and `from a.b import c` name `a.b`."""
-    specs: list[tuple[int, str]] = []
-    for block in statement_blocks(tree):
-        for node in block:
-            if type(node) is ast.Import:
-                specs.extend((0, alias.name if alias.asname else alias.name.partition(".")[0]) for alias in node.names)
-            elif type(node) is ast.ImportFrom:
-                specs.append((node.level, node.module or ""))
-    return tuple(dict.fromkeys(specs))
+# (level, dotted module, importing folder, the settings that decide it) -> (the
+# module's path, the facts on disk that rests on)
+_FOUND: dict[tuple, tuple[Optional[str], tuple[tuple[str, str], ...]]] = {}
 
 
-def _facts_of(path: str, settings: Settings) -> _ModuleFacts:
-    return _module_fact(_FACTS, path, settings, _read_facts, _NOT_LOADED)
+def _find(level: int, dotted: str, importer: str, settings: Settings, roots: dict[str, tuple[str, ...]]
+          ) -> Optional[str]:
+    """The first-party module an import in the file `importer` (an absolute
+    path) names; once per folder and process when the process keeps one
+    view of the disk for its run, its facts noted again for each file.
+    `roots`: each folder's import roots, as far as this file looked."""
+    folder = os.path.dirname(importer)
+    key = (level, dotted, folder, settings.src, settings.project_root)
+    run_wide = reads.one_view_for_the_run()
+    known = _FOUND.get(key) if run_wide else None
+    if known is not None:
+        reads.replay(known[1])
+        return known[0]
+    with reads.recording() as facts:
+        # (kept for the run, an answer notes all it rests on: its own look for the roots too)
+        if run_wide or folder not in roots:
+            roots[folder] = roots_for(importer, settings.src, settings.project_root)
+        module = find_module(level, dotted, importer, roots[folder])
+        module = os.path.abspath(module) if module is not None else None
+    if run_wide:
+        if len(_FOUND) > 65536:
+            _FOUND.clear()
+        _FOUND[key] = (module, tuple(facts.items()))
+    return module
 
 
-def _read_facts(data: bytes, settings: Settings) -> _ModuleFacts:
+# (where a name leads, the settings that decide it) -> (whether it keeps the file,
+# the totals of the modules in its reach, the facts on disk that rests on)
+_REACHED: dict[tuple, tuple[bool, tuple[Totals, ...], tuple[tuple[str, str], ...]]] = {}
+
+
+def _reach(start: Target, settings: Settings, find: Find) -> tuple[bool, tuple[Totals, ...]]:
+    """`backward_reach.reach` from `start`: once per process, when the
+    process keeps one view of the disk for its whole run (a worker: many
+    files import the same names), its facts noted again for each file."""
+    key = (start, settings.src, settings.project_root, settings.backward_functions, settings.tracked_functions)
+    known = _REACHED.get(key) if reads.one_view_for_the_run() else None
+    if known is not None:
+        reads.replay(known[2])
+        return known[0], known[1]
+    with reads.recording() as facts:
+        keeps, graphs = reach(start, lambda module: _graph_of(module, settings), find, MAX_REACHED)
+    found = (keeps, tuple(graph.totals for graph in graphs), tuple(facts.items()))
+    if reads.one_view_for_the_run():
+        if len(_REACHED) > 16384:
+            _REACHED.clear()
+        _REACHED[key] = found
+    return found[0], found[1]
+
+
+def _graph_of(path: str, settings: Settings) -> Optional[ModuleGraph]:
+    return _module_fact(_GRAPHS, path, settings, _read_graph, None)
+
+
+def _read_graph(data: bytes, settings: Settings) -> Optional[ModuleGraph]:
     if len(data) > MAX_MODULE_CHARS * 4:
-        return _NOT_LOADED  # (as `project.ModuleCache.module` judges it)
+        return None  # (as `project.ModuleCache.module` judges it)
     try:
         text = decode_source(data)
     except SourceError:
-        return _NOT_LOADED
+        return None
     if len(text) > MAX_MODULE_CHARS:
-        return _NOT_LOADED
-    if _backward_marker(_COMMENT_LINE.sub("", text), settings):
-        return _KEEPS
+        return None
+    code = _COMMENT_LINE.sub("", text)
+    marked = _backward_marker(code, settings)
     try:
         tree = python_tree(text)
-        return _ModuleFacts(False, totals_of(tree), _import_specs(tree))
+        return module_graph(tree, code, (lambda part: _backward_marker(part, settings)) if marked else _nowhere)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _KEEPS
+        return KEEPS
+
+
+def _nowhere(code: str) -> bool:
+    """No part of a module without a backward marker holds one."""
+    return False

@@ -160,15 +160,16 @@ def test_an_imported_loop_that_returns_its_total_skips_the_file(tmp_path):
 @pytest.mark.parametrize(
     "files",
     [
-        # a backward two imports away: `evaluate` may call `train`
-        {"evaluation.py": "from trainer import train\n", "trainer.py": "def train(m, x):\n    m(x).sum().backward()\n"},
-        # a package in reach: its submodules are reached through attributes
-        {"evaluation.py": "import zoo\n", "zoo/__init__.py": ""},
-        {"evaluation.py": "from . import helpers\n", "helpers.py": ""},
+        # a backward two imports away: `evaluate` calls `train`
+        {"evaluation.py": "from trainer import train\n\ndef evaluate(m, x):\n    return train(m, x)\n",
+         "trainer.py": "def train(m, x):\n    m(x).sum().backward()\n"},
+        # a package in reach as a value: its submodules are reached through attributes
+        {"evaluation.py": "import zoo\n\ndef evaluate(m, x):\n    return run(zoo)\n", "zoo/__init__.py": ""},
+        {"evaluation.py": "from . import zoo\n\ndef evaluate(m, x):\n    return run(zoo)\n", "zoo/__init__.py": ""},
         # a module CPython cannot parse (libcst may, for a newer Python): taken as the worst
         {"evaluation.py": "def f(:\n"},
         # a configured backward function
-        {"evaluation.py": "def step(loss):\n    apply_gradients(loss)\n"},
+        {"evaluation.py": "def evaluate(loss):\n    apply_gradients(loss)\n"},
     ],
 )
 def test_what_keeps_a_file_without_a_reported_total(tmp_path, files):
@@ -193,18 +194,18 @@ def test_a_module_too_large_to_load_is_not_followed(tmp_path):
 
 def test_a_skip_rests_on_every_module_it_read(tmp_path):
     """A skipped file's result is cached with what its verdict read: the
-    content of each module its imports reached, and each path looked up
+    content of each module its imported names reached, and each path looked up
     (so the cache lints it again when a module there starts reporting its
     total, or a missing one appears)."""
     from tapelint.analysis import reads
 
-    _write(tmp_path, {"evaluation.py": EVALUATION.replace("print(total)", "return total") + "import helpers\n",
-                      "helpers.py": "SCALE = 2\n"})
+    _write(tmp_path, {"evaluation.py": EVALUATION.replace("print(total)", "return helpers.scale(total)")
+                      + "import helpers\n", "helpers.py": "def scale(total):\n    return 2 * total\n"})
     code = "from evaluation import evaluate\nfrom missing import thing\nfor x in xs:\n    total += x\nresult = total\n"
     with reads.recording() as facts:
         assert not _kept(tmp_path, code)
     for name in ("evaluation.py", "helpers.py"):
         assert facts[str(tmp_path / name)] == reads.content_digest((tmp_path / name).read_bytes())
     assert facts[str(tmp_path / "missing.py")] == reads.MISSING
-    (tmp_path / "helpers.py").write_text("def report(total):\n    for t in ts:\n        total += t\n    print(total)\n")
+    (tmp_path / "helpers.py").write_text("def scale(total):\n    for t in ts:\n        total += t\n    print(total)\n")
     assert _kept(tmp_path, code)

@@ -14,6 +14,8 @@ import ast
 from typing import Final
 
 And: Final[type[ast.And]] = ast.And
+AnnAssign: Final[type[ast.AnnAssign]] = ast.AnnAssign
+arg: Final[type[ast.arg]] = ast.arg
 Assign: Final[type[ast.Assign]] = ast.Assign
 AsyncFor: Final[type[ast.AsyncFor]] = ast.AsyncFor
 AsyncFunctionDef: Final[type[ast.AsyncFunctionDef]] = ast.AsyncFunctionDef
@@ -22,8 +24,12 @@ Attribute: Final[type[ast.Attribute]] = ast.Attribute
 AugAssign: Final[type[ast.AugAssign]] = ast.AugAssign
 BinOp: Final[type[ast.BinOp]] = ast.BinOp
 Call: Final[type[ast.Call]] = ast.Call
+ClassDef: Final[type[ast.ClassDef]] = ast.ClassDef
 Constant: Final[type[ast.Constant]] = ast.Constant
 Expr: Final[type[ast.Expr]] = ast.Expr
+FunctionDef: Final[type[ast.FunctionDef]] = ast.FunctionDef
+Import: Final[type[ast.Import]] = ast.Import
+ImportFrom: Final[type[ast.ImportFrom]] = ast.ImportFrom
 JoinedStr: Final[type[ast.JoinedStr]] = ast.JoinedStr
 Module: Final[type[ast.Module]] = ast.Module
 Name: Final[type[ast.Name]] = ast.Name

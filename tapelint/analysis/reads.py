@@ -86,6 +86,13 @@ def one_view_per_process() -> None:
     _run_states = {}
 
 
+def one_view_for_the_run() -> bool:
+    """Does this process keep one view of the disk for its whole run
+    (`one_view_per_process`)? What is computed from the disk may then be
+    kept for the run, its facts noted again (`replay`) for each lint."""
+    return _run_states is not None
+
+
 @contextmanager
 def one_view() -> Iterator[None]:
     """Inside, `path_state` stats each path once: one module's analysis asks

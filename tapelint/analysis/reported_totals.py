@@ -57,7 +57,7 @@ def totals_of(tree: ast.Module) -> Totals:
         target = _accumulation_target(node)
         if target is not None:
             accumulated.add(target)
-        nodes.extend(_children(node))
+        nodes.extend(child_nodes(node))
     reported: set[str] = set()
     memo: dict[int, dict[str, bool]] = {}
     for block in statement_blocks(tree):
@@ -176,7 +176,7 @@ def _visit(node: ast.AST, state: bool, unused: Optional[str], uses: dict[str, bo
     total = _averaged(node)
     if total is not None:
         averaged.update((id(where), total[0]) for where in total[1])
-    for child in _children(node):
+    for child in child_nodes(node):
         if isinstance(child, ast.stmt):
             _merge(uses, _statement_uses(child, memo))
             continue
@@ -184,7 +184,7 @@ def _visit(node: ast.AST, state: bool, unused: Optional[str], uses: dict[str, bo
         _visit(child, state if decided is None else decided, unused, uses, averaged, memo)
 
 
-def _children(node: ast.AST) -> list[ast.AST]:
+def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`ast.iter_child_nodes(node)`, in its order: compiled, where the
     standard library's generators cost the stage half its time."""
     kind = type(node)
