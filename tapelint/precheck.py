@@ -39,7 +39,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Optional, TypeVar
 
 from tapelint.analysis import reads
@@ -341,57 +341,40 @@ def may_hold_hazard_in_tree(source: str, tree: ast.Module, settings: Settings, p
 
 # (level, dotted module, importing folder, the settings that decide it) -> (the
 # module's path, the facts on disk that rests on)
-_FOUND: dict[tuple, tuple[Optional[str], tuple[tuple[str, str], ...]]] = {}
+_FOUND: dict[Hashable, tuple[Optional[str], tuple[tuple[str, str], ...]]] = {}
 
 
 def _find(level: int, dotted: str, importer: str, settings: Settings, roots: dict[str, tuple[str, ...]]
           ) -> Optional[str]:
     """The first-party module an import in the file `importer` (an absolute
-    path) names; once per folder and process when the process keeps one
-    view of the disk for its run, its facts noted again for each file.
+    path) names; once per folder for the run (`reads.for_the_run`).
     `roots`: each folder's import roots, as far as this file looked."""
     folder = os.path.dirname(importer)
-    key = (level, dotted, folder, settings.src, settings.project_root)
-    run_wide = reads.one_view_for_the_run()
-    known = _FOUND.get(key) if run_wide else None
-    if known is not None:
-        reads.replay(known[1])
-        return known[0]
-    with reads.recording() as facts:
+
+    def look() -> Optional[str]:
         # (kept for the run, an answer notes all it rests on: its own look for the roots too)
-        if run_wide or folder not in roots:
+        if reads.one_view_for_the_run() or folder not in roots:
             roots[folder] = roots_for(importer, settings.src, settings.project_root)
         module = find_module(level, dotted, importer, roots[folder])
-        module = os.path.abspath(module) if module is not None else None
-    if run_wide:
-        if len(_FOUND) > 65536:
-            _FOUND.clear()
-        _FOUND[key] = (module, tuple(facts.items()))
-    return module
+        return os.path.abspath(module) if module is not None else None
+
+    return reads.for_the_run(_FOUND, (level, dotted, folder, settings.src, settings.project_root), look, 65536)
 
 
-# (where a name leads, the settings that decide it) -> (whether it keeps the file,
-# the totals of the modules in its reach, the facts on disk that rests on)
-_REACHED: dict[tuple, tuple[bool, tuple[Totals, ...], tuple[tuple[str, str], ...]]] = {}
+# (where a name leads, the settings that decide it) -> ((whether it keeps the file,
+# the totals of the modules in its reach), the facts on disk that rests on)
+_REACHED: dict[Hashable, tuple[tuple[bool, tuple[Totals, ...]], tuple[tuple[str, str], ...]]] = {}
 
 
 def _reach(start: Target, settings: Settings, find: Find) -> tuple[bool, tuple[Totals, ...]]:
-    """`backward_reach.reach` from `start`: once per process, when the
-    process keeps one view of the disk for its whole run (a worker: many
-    files import the same names), its facts noted again for each file."""
-    key = (start, settings.src, settings.project_root, settings.backward_functions, settings.tracked_functions)
-    known = _REACHED.get(key) if reads.one_view_for_the_run() else None
-    if known is not None:
-        reads.replay(known[2])
-        return known[0], known[1]
-    with reads.recording() as facts:
+    """`backward_reach.reach` from `start`, once for the run (`reads.for_the_run`:
+    in a worker, many files import the same names)."""
+    def follow() -> tuple[bool, tuple[Totals, ...]]:
         keeps, graphs = reach(start, lambda module: _graph_of(module, settings), find, MAX_REACHED)
-    found = (keeps, tuple(graph.totals for graph in graphs), tuple(facts.items()))
-    if reads.one_view_for_the_run():
-        if len(_REACHED) > 16384:
-            _REACHED.clear()
-        _REACHED[key] = found
-    return found[0], found[1]
+        return keeps, tuple(graph.totals for graph in graphs)
+
+    key = (start, settings.src, settings.project_root, settings.backward_functions, settings.tracked_functions)
+    return reads.for_the_run(_REACHED, key, follow, 16384)
 
 
 def _graph_of(path: str, settings: Settings) -> Optional[ModuleGraph]:

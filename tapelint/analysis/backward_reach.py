@@ -37,7 +37,7 @@ from typing import Final, Optional, Union
 
 from tapelint.analysis import ast_nodes
 from tapelint.analysis.project import is_package
-from tapelint.analysis.reported_totals import Totals, child_nodes, statement_blocks, totals_of
+from tapelint.analysis.reported_totals import Totals, blocks_of, child_nodes, dotted_of, statement_blocks, totals_of
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def module_graph(tree: ast.Module, code: str, marks: Callable[[str], bool]) -> M
     def text(first: int, last: int) -> str:
         return "\n".join(lines[first - 1:last])
 
-    def define(name: str, marked: bool, node: ast.AST, own_imports: dict[str, list[Import]]) -> None:
+    def define(name: str, marked: bool, node: ast.AST, own_imports: Imports) -> None:
         marked_before, uses, imported = definitions.setdefault(name, (False, set(), {}))
         uses.update(_names(node))
         for bound, found in own_imports.items():
@@ -115,12 +115,7 @@ def module_graph(tree: ast.Module, code: str, marks: Callable[[str], bool]) -> M
             if kind is ast_nodes.FunctionDef or kind is ast_nodes.AsyncFunctionDef or kind is ast_nodes.ClassDef:
                 assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 first = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list])
-                own: dict[str, list[Import]] = {}  # (an import in its body binds a name there)
-                inner_blocks = [stmt.body]
-                while inner_blocks:
-                    for inner in inner_blocks.pop():
-                        _bind(inner, own, [])
-                        inner_blocks.extend(_blocks(inner))
+                own = file_imports(stmt)[0]  # (an import in its body binds a name there)
                 define(stmt.name, marks(text(first, stmt.end_lineno or stmt.lineno)), stmt, own)
             elif kind is ast_nodes.Import or kind is ast_nodes.ImportFrom:
                 _bind(stmt, imports, stars)
@@ -132,7 +127,7 @@ def module_graph(tree: ast.Module, code: str, marks: Callable[[str], bool]) -> M
                     define(name, marked, stmt, {})
                 keeps = keeps or (marked and not bound)
             else:
-                blocks = _blocks(stmt)
+                blocks = sorted(blocks_of(stmt), key=lambda block: block[0].lineno)
                 if not blocks:
                     keeps = keeps or marks(text(stmt.lineno, stmt.end_lineno or stmt.lineno))
                     continue
@@ -149,9 +144,10 @@ def module_graph(tree: ast.Module, code: str, marks: Callable[[str], bool]) -> M
     )
 
 
-def file_imports(tree: ast.Module) -> tuple[Imports, tuple[Import, ...]]:
-    """Every name an import anywhere in `tree` binds, and its star imports:
-    where the analysis of the file can leave it."""
+def file_imports(tree: Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
+                 ) -> tuple[Imports, tuple[Import, ...]]:
+    """Every name an import anywhere in `tree` (a file, or a definition)
+    binds, and its star imports: where the analysis of it can leave it."""
     imports: dict[str, list[Import]] = {}
     stars: list[Import] = []
     for block in statement_blocks(tree):
@@ -327,20 +323,6 @@ def _targets(stmt: ast.stmt) -> list[ast.expr]:
     return []
 
 
-def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    """The statement lists directly under a compound statement, in order."""
-    blocks: list[list[ast.stmt]] = []
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(stmt, field, None)
-        if type(block) is list and block and isinstance(block[0], ast.stmt):
-            blocks.append(block)
-    for part in getattr(stmt, "handlers", None) or getattr(stmt, "cases", None) or ():
-        if part.body:
-            blocks.append(part.body)
-    blocks.sort(key=lambda block: block[0].lineno)
-    return blocks
-
-
 def _walk(node: ast.AST) -> list[ast.AST]:
     """`node` and every node under it (compiled: `ast.walk` is a generator)."""
     found: list[ast.AST] = []
@@ -364,7 +346,7 @@ def _names(node: ast.AST) -> set[str]:
         if kind is ast_nodes.Name and isinstance(current, ast.Name):
             found.add(current.id)
         elif kind is ast_nodes.Attribute and isinstance(current, ast.Attribute):
-            dotted = _dotted(current)
+            dotted = dotted_of(current)
             if dotted is not None:
                 found.add(dotted)
             else:
@@ -377,16 +359,3 @@ def _names(node: ast.AST) -> set[str]:
         else:
             pending.extend(child_nodes(current))
     return found
-
-
-def _dotted(node: ast.Attribute) -> Optional[str]:
-    """`a.b.c` for an attribute chain on a name; None on anything else (`f().x`)."""
-    parts = [node.attr]
-    value = node.value
-    while type(value) is ast_nodes.Attribute and isinstance(value, ast.Attribute):
-        parts.append(value.attr)
-        value = value.value
-    if type(value) is ast_nodes.Name and isinstance(value, ast.Name):
-        parts.append(value.id)
-        return ".".join(reversed(parts))
-    return None

@@ -18,9 +18,11 @@ import hashlib
 import os
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Optional
+from typing import Optional, TypeVar
+
+_T = TypeVar("_T")
 
 MISSING = "missing"
 DIRECTORY = "dir"
@@ -91,6 +93,26 @@ def one_view_for_the_run() -> bool:
     (`one_view_per_process`)? What is computed from the disk may then be
     kept for the run, its facts noted again (`replay`) for each lint."""
     return _run_states is not None
+
+
+def for_the_run(kept: dict[Hashable, tuple[_T, tuple[tuple[str, str], ...]]], key: Hashable,
+                compute: Callable[[], _T], most: int) -> _T:
+    """`compute()`, kept in `kept` under `key` for the rest of the run when
+    this process keeps one view of the disk for it (`one_view_for_the_run`):
+    a later lint then gets the answer with the facts it rested on noted
+    again (`replay`). `kept` holds at most `most` answers."""
+    run_wide = one_view_for_the_run()
+    known = kept.get(key) if run_wide else None
+    if known is not None:
+        replay(known[1])
+        return known[0]
+    with recording() as facts:
+        value = compute()
+    if run_wide:
+        if len(kept) >= most:
+            kept.clear()
+        kept[key] = (value, tuple(facts.items()))
+    return value
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from tapelint.analysis import ast_nodes
 from tapelint.analysis.torch_api import (
@@ -65,15 +65,17 @@ def totals_of(tree: ast.Module) -> Totals:
     return Totals(frozenset(accumulated), frozenset(reported))
 
 
-def statement_blocks(tree: ast.Module) -> Iterator[list[ast.stmt]]:
-    """Every statement list of `tree`, the module's body first: what the
-    analysis runs as blocks (a walk of statements only, not of expressions)."""
+def statement_blocks(tree: Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
+                     ) -> Iterator[list[ast.stmt]]:
+    """Every statement list of `tree` (a module, or a definition), its body
+    first: what the analysis runs as blocks (a walk of statements only, not
+    of expressions)."""
     blocks: list[list[ast.stmt]] = [tree.body]
     while blocks:
         block = blocks.pop()
         yield block
         for stmt in block:
-            blocks.extend(_blocks(stmt))
+            blocks.extend(blocks_of(stmt))
 
 
 def reports_a_total(totals: Iterable[Totals]) -> bool:
@@ -100,10 +102,11 @@ def _accumulation_target(node: ast.AST) -> Optional[str]:
 def _base_name(target: ast.expr) -> Optional[str]:
     while type(target) is ast_nodes.Subscript:
         target = target.value
-    return _dotted(target)
+    return dotted_of(target)
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
+def dotted_of(node: ast.AST) -> Optional[str]:
+    """`a.b.c` for a name or an attribute chain on one; None for anything else (`f().x`)."""
     parts: list[str] = []
     while type(node) is ast_nodes.Attribute:
         parts.append(node.attr)
@@ -114,7 +117,7 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def _blocks(stmt: ast.stmt) -> Iterable[list[ast.stmt]]:
+def blocks_of(stmt: ast.stmt) -> Iterable[list[ast.stmt]]:
     """The statement lists directly under `stmt`: what the analysis runs as blocks."""
     for field in ("body", "orelse", "finalbody"):
         block = getattr(stmt, field, None)
@@ -166,7 +169,7 @@ def _visit(node: ast.AST, state: bool, unused: Optional[str], uses: dict[str, bo
     metric, averaged: no use of it)."""
     unused = averaged.get(id(node), unused)
     if isinstance(node, (ast.Name, ast.Attribute)):
-        dotted = _dotted(node)
+        dotted = dotted_of(node)
         if dotted is not None and dotted != unused:
             _note(uses, dotted, state)
     own = _decided(node, _IDENTIFIER)
@@ -212,12 +215,12 @@ def _note(uses: dict[str, bool], name: str, reports: bool) -> None:
 def _averaged(node: ast.AST) -> Optional[tuple[str, tuple[ast.AST, ...]]]:
     """For `total /= n` or `total = total / n`, the total and where it occurs."""
     if type(node) is ast_nodes.AugAssign and type(node.op) in _DIVISIONS:
-        name = _dotted(node.target)
+        name = dotted_of(node.target)
         return (name, (node.target,)) if name is not None else None
     if (type(node) is ast_nodes.Assign and len(node.targets) == 1 and type(node.value) is ast_nodes.BinOp
             and type(node.value.op) in _DIVISIONS):
-        name = _dotted(node.targets[0])
-        if name is not None and _dotted(node.value.left) == name:
+        name = dotted_of(node.targets[0])
+        if name is not None and dotted_of(node.value.left) == name:
             return name, (node.targets[0], node.value.left)
     return None
 
